@@ -1,0 +1,340 @@
+"""Row-blocked arrays and the only code in dsvm that talks to Dask.
+
+Everything that touches rows goes through :class:`RowBlocks`: a sequence of
+row blocks (dense ``numpy`` arrays, ``scipy.sparse`` CSR matrices or 1-d
+vectors) that is either held in this process (:class:`InMemoryBlocks`) or
+spread over a Dask cluster (:class:`DaskBlocks`).  The rest of the package
+sees three operations:
+
+* :meth:`RowBlocks.map_reduce` — apply a pure numpy function to every block
+  (with aligned blocks of other arrays and a few shared arguments) and sum the
+  results (numbers, arrays, or dicts / tuples of them) with a tree reduction;
+  one round trip, only the sum comes back;
+* :meth:`RowBlocks.map_blocks` — a new row-aligned array, lazily on Dask;
+* :meth:`RowBlocks.take` — gather a few rows (landmarks) in one pass.
+
+Shared arguments enter the Dask graph once per call (one key), not once per
+task.  The scheduler is whatever Dask would use: a ``distributed.Client`` if
+one is active, the threaded scheduler otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+logger = logging.getLogger(__name__)
+
+TREE_FANIN = 8
+
+
+def tree_add(a: Any, b: Any) -> Any:
+    """Add two results of the same structure (dict / tuple / list / array / number / None)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        return {key: tree_add(a[key], b[key]) for key in a}
+    if isinstance(a, (tuple, list)):
+        return type(a)(tree_add(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+def tree_sum(parts: Sequence[Any]) -> Any:
+    """Sum a sequence of results of identical structure."""
+    out = None
+    for p in parts:
+        out = tree_add(out, p)
+    return out
+
+
+def is_dask_array(x: Any) -> bool:
+    try:
+        import dask.array as da
+    except ImportError:  # pragma: no cover - dask is a dependency
+        return False
+    return isinstance(x, da.Array)
+
+
+def is_dask_collection(x: Any) -> bool:
+    from dask.base import is_dask_collection as _is
+
+    return _is(x)
+
+
+class RowBlocks:
+    """Abstract row-blocked array.  See the module docstring."""
+
+    chunks: tuple[int, ...]
+
+    @property
+    def n_rows(self) -> int:
+        return int(sum(self.chunks))
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self.chunks)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.chunks)]).astype(np.int64)
+
+    # Interface ---------------------------------------------------------
+    def map_reduce(
+        self,
+        fn: Callable,
+        aligned: Sequence["RowBlocks | None"] = (),
+        shared: Sequence[Any] = (),
+        combine: Callable[[Sequence[Any]], Any] = tree_sum,
+    ) -> Any:
+        """``combine([fn(block_i, *aligned_i, *shared) for every block i])``, one round trip.
+
+        ``combine`` must be associative (it is applied in a tree); the default
+        adds the results.  ``None`` in ``aligned`` passes ``None`` to ``fn``.
+        """
+        raise NotImplementedError
+
+    def map_blocks(
+        self,
+        fn: Callable,
+        n_cols: int | None,
+        dtype,
+        aligned: Sequence["RowBlocks | None"] = (),
+        shared: Sequence[Any] = (),
+        with_offset: bool = False,
+    ) -> "RowBlocks":
+        """A row-aligned array with blocks ``fn(block_i, *aligned_i, *shared)``.
+
+        ``n_cols=None`` means 1-d output.  With ``with_offset`` the function
+        also gets ``offset=`` (the index of the block's first row), so errors
+        can name the row.
+        """
+        raise NotImplementedError
+
+    def take(self, indices: np.ndarray):
+        raise NotImplementedError
+
+    def persist(self) -> "RowBlocks":
+        return self
+
+    def compute(self):
+        """The whole array in this process (numpy or CSR)."""
+        raise NotImplementedError
+
+    @property
+    def is_distributed(self) -> bool:
+        return False
+
+
+class InMemoryBlocks(RowBlocks):
+    """Row blocks held in this process."""
+
+    def __init__(self, blocks: Sequence[Any]):
+        self.blocks = list(blocks)
+        self.chunks = tuple(int(b.shape[0]) for b in self.blocks)
+
+    @classmethod
+    def from_array(cls, X, block_rows: int) -> "InMemoryBlocks":
+        n = X.shape[0]
+        block_rows = max(1, int(block_rows))
+        if sp.issparse(X):
+            X = X.tocsr()
+        starts = range(0, max(n, 1), block_rows)
+        return cls([X[s : s + block_rows] for s in starts] if n else [X])
+
+    def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
+        parts = []
+        for i, block in enumerate(self.blocks):
+            extra = [a.blocks[i] if a is not None else None for a in aligned]
+            parts.append(fn(block, *extra, *shared))
+        return combine(parts)
+
+    def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
+        out = []
+        offsets = self.offsets
+        for i, block in enumerate(self.blocks):
+            extra = [a.blocks[i] if a is not None else None for a in aligned]
+            kw = {"offset": int(offsets[i])} if with_offset else {}
+            out.append(fn(block, *extra, *shared, **kw))
+        return InMemoryBlocks(out)
+
+    def take(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        X = self.compute()
+        return X[indices]
+
+    def compute(self):
+        if len(self.blocks) == 1:
+            return self.blocks[0]
+        if sp.issparse(self.blocks[0]):
+            return sp.vstack(self.blocks, format="csr")
+        return np.concatenate(self.blocks, axis=0)
+
+
+def _shared_key(obj: Any):
+    """Wrap one shared argument as a single graph key."""
+    import dask
+
+    if is_dask_collection(obj):
+        return obj
+    return dask.delayed(obj, name=f"dsvm-shared-{uuid.uuid4().hex}", traverse=False)
+
+
+def _take_block_rows(block, local_idx):
+    return block[local_idx]
+
+
+class _OffsetCall:
+    """Calls ``fn(..., offset=first_row)`` from inside ``dask.array.map_blocks``."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = getattr(fn, "__name__", "map")
+
+    def __call__(self, *args, block_info=None):
+        offset = int(block_info[0]["array-location"][0][0]) if block_info else 0
+        return self.fn(*args, offset=offset)
+
+
+class DaskBlocks(RowBlocks):
+    """Row blocks of a Dask array (one block along the columns)."""
+
+    def __init__(self, array):
+        if array.ndim == 2 and len(array.chunks[1]) != 1:
+            raise ValueError(
+                f"dask array has {len(array.chunks[1])} blocks along the columns; dsvm needs one "
+                "(rechunk with X.rechunk({1: -1}))"
+            )
+        if any(np.isnan(c) for c in array.chunks[0]):
+            raise ValueError(
+                "dask array has unknown chunk sizes along the rows; call X.compute_chunk_sizes() "
+                "(or build it with known chunks) before passing it to dsvm"
+            )
+        self.array = array
+        self.chunks = tuple(int(c) for c in array.chunks[0])
+        self._delayed = None
+
+    @property
+    def is_distributed(self) -> bool:
+        return True
+
+    def delayed_blocks(self):
+        if self._delayed is None:
+            self._delayed = list(self.array.to_delayed().ravel())
+        return self._delayed
+
+    def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
+        import dask
+
+        blocks = self.delayed_blocks()
+        extra = [a.delayed_blocks() if a is not None else [None] * len(blocks) for a in aligned]
+        shared_keys = [_shared_key(s) for s in shared]
+        call = dask.delayed(fn, pure=True)
+        parts = [call(b, *[e[i] for e in extra], *shared_keys) for i, b in enumerate(blocks)]
+        add = dask.delayed(combine, pure=True)
+        if len(parts) == 1:
+            parts = [add(parts)]
+        while len(parts) > 1:
+            parts = [add(parts[i : i + TREE_FANIN]) for i in range(0, len(parts), TREE_FANIN)]
+        (result,) = dask.compute(parts[0])
+        return result
+
+    def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
+        import dask.array as da
+
+        args = [a.array if a is not None else None for a in aligned] + [_shared_key(s) for s in shared]
+        if n_cols is None:
+            chunks = (self.array.chunks[0],)
+            meta = np.empty((0,), dtype=dtype)
+            drop_axis = [1] if self.array.ndim == 2 else None
+        else:
+            chunks = (self.array.chunks[0], (int(n_cols),))
+            meta = np.empty((0, 0), dtype=dtype)
+            drop_axis = None
+        out = da.map_blocks(
+            _OffsetCall(fn) if with_offset else fn, self.array, *args, dtype=dtype, chunks=chunks, meta=meta, drop_axis=drop_axis,
+            name=f"dsvm-{getattr(fn, '__name__', 'map')}-{uuid.uuid4().hex[:12]}",
+        )
+        return DaskBlocks(out)
+
+    def take(self, indices):
+        import dask
+
+        indices = np.asarray(indices, dtype=np.int64)
+        order = np.argsort(indices, kind="stable")
+        sorted_idx = indices[order]
+        offsets = self.offsets
+        block_of = np.searchsorted(offsets, sorted_idx, side="right") - 1
+        blocks = self.delayed_blocks()
+        pieces = []
+        for b in np.unique(block_of):
+            local = sorted_idx[block_of == b] - offsets[b]
+            pieces.append(dask.delayed(_take_block_rows, pure=True)(blocks[b], local))
+        parts = dask.compute(*pieces)
+        if parts and sp.issparse(parts[0]):
+            rows = sp.vstack(parts, format="csr")
+        else:
+            rows = np.concatenate(parts, axis=0)
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(order.size)
+        return rows[inverse]
+
+    def persist(self):
+        """Keep the blocks in (cluster) memory; waits until they are there."""
+        array = self.array.persist()
+        client = _active_client()
+        if client is not None:
+            from distributed import wait
+
+            wait(array)
+        return DaskBlocks(array)
+
+    def compute(self):
+        return self.array.compute()
+
+
+def _active_client():
+    """The ``distributed.Client`` Dask would use now, or ``None``."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def as_row_blocks(X, block_rows: int) -> RowBlocks:
+    """Wrap numpy / scipy.sparse / dask input as :class:`RowBlocks`."""
+    if isinstance(X, RowBlocks):
+        return X
+    if is_dask_array(X):
+        return DaskBlocks(X)
+    return InMemoryBlocks.from_array(X, block_rows)
+
+
+def aligned_vector(v, like: RowBlocks) -> RowBlocks:
+    """A 1-d vector split into blocks aligned with ``like``'s rows."""
+    if isinstance(like, DaskBlocks):
+        import dask.array as da
+
+        if is_dask_array(v):
+            return DaskBlocks(v.rechunk((like.array.chunks[0],)))
+        return DaskBlocks(da.from_array(np.asarray(v), chunks=(like.array.chunks[0],)))
+    v = np.asarray(v)
+    off = like.offsets
+    return InMemoryBlocks([v[off[i] : off[i + 1]] for i in range(like.n_blocks)])
+
+
+def lazy_result(rb: RowBlocks):
+    """The array behind ``rb``: a dask array for Dask blocks, numpy otherwise."""
+    if isinstance(rb, DaskBlocks):
+        return rb.array
+    return rb.compute()

@@ -1,0 +1,210 @@
+"""Kernel functions evaluated block-wise against a small set of landmark rows.
+
+Every function here takes one block of rows (a dense ``numpy`` array or a
+``scipy.sparse`` CSR matrix) and the landmarks (dense, ``k x p``) and returns a
+dense ``n_block x k`` array.  Nothing here knows about Dask.
+
+The RBF kernel uses ``||x||² + ||l||² − 2 x·l`` so that the bulk of the work is
+one GEMM.  To keep that expansion accurate in float32, rows and landmarks are
+first shifted by the landmarks' mean (distances do not change, the norms that
+cancel become small); for sparse rows the shift is folded into the products so
+the block is never densified.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+KERNELS = ("rbf", "poly", "sigmoid", "linear")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel and its parameters (``gamma`` already resolved to a number).
+
+    rbf:     exp(-gamma ||x - x'||²)
+    poly:    (coef0 + gamma <x, x'>) ** degree
+    sigmoid: tanh(gamma <x, x'> + coef0)
+    linear:  <x, x'>
+    """
+
+    name: str = "rbf"
+    gamma: float = 1.0
+    degree: int = 3
+    coef0: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "KernelSpec":
+        return make_kernel_spec(d["name"], d["gamma"], d["degree"], d["coef0"])
+
+
+def make_kernel_spec(name: str, gamma: float, degree: int = 3, coef0: float = 0.0) -> KernelSpec:
+    """Validate kernel parameters and return a :class:`KernelSpec`.
+
+    Raises
+    ------
+    ValueError
+        If the kernel is unknown or a parameter is out of range.
+    """
+    if name not in KERNELS:
+        raise ValueError(f"kernel={name!r} is not supported; choose one of {KERNELS}")
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"gamma must be a positive finite number, got {gamma!r}")
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
+        raise ValueError(f"degree must be a positive integer, got {degree!r}")
+    if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
+        raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
+    return KernelSpec(name=name, gamma=float(gamma), degree=int(degree), coef0=float(coef0))
+
+
+def row_sq_norms(X) -> np.ndarray:
+    """Squared Euclidean norm of each row, in float64 (dense or sparse rows)."""
+    if sp.issparse(X):
+        return _sparse_row_sq_norms(_as_csr(X))
+    Xd = np.asarray(X)
+    return np.einsum("ij,ij->i", Xd, Xd, dtype=np.float64)
+
+
+def _sparse_row_sq_norms(X: sp.csr_matrix) -> np.ndarray:
+    data = X.data.astype(np.float64, copy=False)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    return np.bincount(rows, weights=data * data, minlength=X.shape[0])
+
+
+def _as_csr(X) -> sp.csr_matrix:
+    if sp.issparse(X):
+        return X.tocsr() if X.format != "csr" else X
+    raise TypeError("expected a sparse matrix")
+
+
+@dataclass
+class PreparedLandmarks:
+    """Landmarks cast and shifted once, ready to be evaluated against many row blocks.
+
+    ``shift`` is subtracted from rows and landmarks for the RBF kernel (``None``
+    for the other kernels, whose value depends on the origin).
+    """
+
+    spec: KernelSpec
+    landmarks: np.ndarray  # (k, p) in ``dtype``, already shifted
+    landmark_sq_norms: np.ndarray  # (k,) float64, of the shifted landmarks
+    shift: np.ndarray | None  # (p,) float64
+    shift_dot_landmarks: np.ndarray | None  # (k,) float64: shift · (l - shift)
+    dtype: np.dtype
+    landmarks64: np.ndarray | None = None  # float64 copy for sparse rows (products are not BLAS there)
+
+    @property
+    def n_features(self) -> int:
+        return self.landmarks.shape[1]
+
+
+def prepare_landmarks(landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32) -> PreparedLandmarks:
+    """Precompute everything about the landmarks that every block needs."""
+    L = np.asarray(landmarks, dtype=np.float64)
+    dtype = np.dtype(dtype)
+    if spec.name == "rbf":
+        shift = L.mean(axis=0)
+        Lc = L - shift
+        return PreparedLandmarks(
+            spec=spec,
+            landmarks=np.ascontiguousarray(Lc, dtype=dtype),
+            landmark_sq_norms=np.einsum("ij,ij->i", Lc, Lc),
+            shift=shift,
+            shift_dot_landmarks=Lc @ shift,
+            dtype=dtype,
+            landmarks64=np.ascontiguousarray(Lc),
+        )
+    return PreparedLandmarks(
+        spec=spec,
+        landmarks=np.ascontiguousarray(L, dtype=dtype),
+        landmark_sq_norms=np.einsum("ij,ij->i", L, L),
+        shift=None,
+        shift_dot_landmarks=None,
+        dtype=dtype,
+        landmarks64=np.ascontiguousarray(L),
+    )
+
+
+def _cross(X, prep: PreparedLandmarks) -> np.ndarray:
+    """``X @ landmarks.T`` (X unshifted): float64 for sparse X, ``prep.dtype`` for dense X."""
+    if sp.issparse(X):
+        # scipy's sparse x dense product is a plain loop, as fast in float64 as
+        # in float32, and float64 keeps x·(l − shift) accurate for rows far
+        # from the origin (sparse rows cannot be shifted without densifying).
+        Xs = _as_csr(X)
+        if Xs.dtype != np.float64:
+            Xs = Xs.astype(np.float64)
+        return np.asarray(Xs @ prep.landmarks64.T)
+    Xd = np.asarray(X)
+    if Xd.dtype != prep.dtype:
+        Xd = Xd.astype(prep.dtype)
+    return Xd @ prep.landmarks.T
+
+
+def sq_distances(X, prep: PreparedLandmarks) -> np.ndarray:
+    """Squared distances between rows of ``X`` and the landmarks, clipped at 0."""
+    if prep.shift is None:
+        xsq = row_sq_norms(X)
+        out = _cross(X, prep).astype(prep.dtype, copy=False)
+        out *= -2.0
+        out += xsq[:, None].astype(prep.dtype)
+        out += prep.landmark_sq_norms.astype(prep.dtype)[None, :]
+        np.maximum(out, 0, out=out)
+        return out
+    if sp.issparse(X):
+        Xs = _as_csr(X)
+        # ||x - s||² = ||x||² - 2 x·s + ||s||²; (x - s)·(l - s) = x·(l - s) - s·(l - s)
+        xs = np.asarray(Xs @ prep.shift).ravel()
+        xsq = _sparse_row_sq_norms(Xs) - 2.0 * xs + float(prep.shift @ prep.shift)
+        cross = _cross(Xs, prep)
+        cross -= prep.shift_dot_landmarks[None, :]
+        cross = cross.astype(prep.dtype)
+    else:
+        Xd = np.asarray(X)
+        Xc = Xd.astype(prep.dtype, copy=True)
+        Xc -= prep.shift.astype(prep.dtype)
+        xsq = np.einsum("ij,ij->i", Xc, Xc, dtype=np.float64)
+        cross = Xc @ prep.landmarks.T
+    out = cross
+    out *= -2.0
+    out += xsq[:, None].astype(prep.dtype)
+    out += prep.landmark_sq_norms.astype(prep.dtype)[None, :]
+    np.maximum(out, 0, out=out)
+    return out
+
+
+def kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
+    """Kernel matrix ``K(X, landmarks)`` of one row block, dense, in ``prep.dtype``."""
+    spec = prep.spec
+    if spec.name == "rbf":
+        K = sq_distances(X, prep)
+        K *= -spec.gamma
+        np.exp(K, out=K)
+        return K
+    K = _cross(X, prep).astype(prep.dtype, copy=False)
+    if spec.name == "linear":
+        return K
+    if spec.gamma != 1.0:
+        K *= spec.gamma
+    if spec.coef0 != 0.0:
+        K += spec.coef0
+    if spec.name == "poly":
+        if spec.degree != 1:
+            np.power(K, spec.degree, out=K)
+        return K
+    np.tanh(K, out=K)  # sigmoid
+    return K
+
+
+def kernel_matrix(X, Y, spec: KernelSpec) -> np.ndarray:
+    """Exact kernel matrix ``K(X, Y)`` in float64 (``Y`` dense)."""
+    prep = prepare_landmarks(np.asarray(Y, dtype=np.float64), spec, dtype=np.float64)
+    return kernel_block(X, prep)

@@ -1,0 +1,143 @@
+"""The Nyström mapping: from landmarks to the linear feature map F = K(X, L) · M.
+
+``K(L, L) = V Λ Vᵀ``; eigenvalues below ``eig_rtol · λ_max`` are dropped (so
+near-duplicate landmarks or an indefinite kernel cannot blow up the features)
+and ``M = V_r Λ_r^{-1/2}`` (``k x r``).  Following scikit-learn's ``Nystroem``
+the stored attribute is ``normalization = Mᵀ`` of shape ``(r, k)`` and the
+features are ``K(X, components) @ normalization.T``.
+
+Pure numpy: the block function :meth:`FeatureMap.transform_block` is what the
+Dask layer maps over row blocks.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .kernels import KernelSpec, PreparedLandmarks, kernel_block, kernel_matrix, prepare_landmarks
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EIG_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-10}
+
+
+def default_eig_rtol(dtype) -> float:
+    """Relative eigenvalue cut-off used when ``eig_rtol=None``.
+
+    Eigen-directions with ``λ < rtol · λ_max`` carry only rounding noise of the
+    kernel evaluation, amplified by ``λ^{-1/2}``; float32 features warrant a
+    larger cut-off than float64 ones.
+    """
+    return DEFAULT_EIG_RTOL.get(np.dtype(dtype), 1e-10)
+
+
+def nystroem_normalization(K_LL: np.ndarray, eig_rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(normalization, eigenvalues)`` for a landmark kernel matrix.
+
+    Parameters
+    ----------
+    K_LL : ndarray of shape (k, k)
+        Kernel matrix of the landmarks (symmetrised here).
+    eig_rtol : float
+        Eigenvalues ``<= eig_rtol * max(eigenvalue)`` are dropped.
+
+    Returns
+    -------
+    normalization : ndarray of shape (r, k)
+        ``Λ_r^{-1/2} V_rᵀ``, eigen-directions in decreasing eigenvalue order.
+    eigenvalues : ndarray of shape (r,)
+        The kept eigenvalues, decreasing.
+    """
+    K = 0.5 * (K_LL + K_LL.T)
+    lam, V = np.linalg.eigh(K)
+    lam, V = lam[::-1], V[:, ::-1]
+    lam_max = lam[0] if lam.size else 0.0
+    if not np.isfinite(lam_max) or lam_max <= 0:
+        raise ValueError(
+            "the landmark kernel matrix has no positive eigenvalue; the kernel parameters "
+            "(gamma, coef0, degree) make every landmark look alike or the kernel is not usable"
+        )
+    keep = lam > eig_rtol * lam_max
+    r = int(keep.sum())
+    if r < lam.size:
+        logger.info(
+            "Nystroem: kept %d of %d eigen-directions (dropped eigenvalues <= %.3g * %.4g)",
+            r, lam.size, eig_rtol, lam_max,
+        )
+    lam_r, V_r = lam[:r], V[:, :r]
+    # Deterministic sign: the largest-magnitude entry of each eigenvector is positive.
+    signs = np.sign(V_r[np.argmax(np.abs(V_r), axis=0), np.arange(r)])
+    signs[signs == 0] = 1.0
+    V_r = V_r * signs
+    return (V_r / np.sqrt(lam_r)).T.copy(), lam_r
+
+
+@dataclass
+class FeatureMap:
+    """Everything needed to turn raw rows into Nyström features, as plain arrays.
+
+    Attributes
+    ----------
+    spec : KernelSpec
+    components : ndarray (k, p), float64 — the landmarks
+    normalization : ndarray (r, k), float64
+    eigenvalues : ndarray (r,)
+    dtype : numpy dtype of the features
+    """
+
+    spec: KernelSpec
+    components: np.ndarray
+    normalization: np.ndarray
+    eigenvalues: np.ndarray
+    dtype: np.dtype = np.dtype(np.float32)
+    _ready_arrays: tuple | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def n_components(self) -> int:
+        return self.components.shape[0]
+
+    @property
+    def n_output(self) -> int:
+        return self.normalization.shape[0]
+
+    @property
+    def n_features_in(self) -> int:
+        return self.components.shape[1]
+
+    def _ready(self) -> tuple[PreparedLandmarks, np.ndarray]:
+        ready = self._ready_arrays
+        if ready is None:
+            # Built into a local first and published with one assignment: several
+            # threads of a worker may call this at once.
+            ready = (
+                prepare_landmarks(self.components, self.spec, self.dtype),
+                np.ascontiguousarray(self.normalization.T, dtype=self.dtype),
+            )
+            self._ready_arrays = ready
+        return ready
+
+    def transform_block(self, X_block) -> np.ndarray:
+        """Features of one row block (dense or CSR), shape ``(n_block, r)``."""
+        prep, M = self._ready()
+        K = kernel_block(X_block, prep)
+        return K @ M
+
+    def __getstate__(self):
+        # Ship only the defining arrays; workers rebuild the cast copies lazily.
+        state = dict(self.__dict__)
+        state["_ready_arrays"] = None
+        return state
+
+
+def fit_feature_map(
+    landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32, eig_rtol: float | None = None
+) -> FeatureMap:
+    """Build the Nyström :class:`FeatureMap` for the given landmarks."""
+    L = np.asarray(landmarks, dtype=np.float64)
+    rtol = default_eig_rtol(dtype) if eig_rtol is None else float(eig_rtol)
+    K_LL = kernel_matrix(L, L, spec)
+    normalization, lam = nystroem_normalization(K_LL, rtol)
+    return FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam, dtype=np.dtype(dtype))

@@ -1,0 +1,268 @@
+"""NystroemSVC: API, label handling, input types, bad input."""
+
+import pickle
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.svm import LinearSVC
+
+from dsvm import NystroemSVC
+from dsvm.losses import sqhinge_objective_dense
+
+from conftest import make_circles_problem
+
+
+def _fit(X, y, **kw):
+    params = dict(C=10.0, gamma=0.3, n_components=80, random_state=0)
+    params.update(kw)
+    return NystroemSVC(**params).fit(X, y)
+
+
+def test_kernel_beats_linear_on_a_nonlinear_problem(circles):
+    X, y = circles
+    clf = _fit(X, y)
+    lin = LinearSVC().fit(X, y)
+    assert clf.score(X, y) > 0.9 > lin.score(X, y) + 0.15
+
+
+@pytest.mark.parametrize("labels", [(-1, 1), (0, 1), (1, 2), ("no", "yes"), (-1.0, 1.0)])
+def test_binary_label_sets(circles, labels):
+    X, y = circles
+    y_mapped = np.where(y > 0, labels[1], labels[0])
+    clf = _fit(X, y_mapped)
+    np.testing.assert_array_equal(clf.classes_, np.array(labels))
+    assert clf.coef_.shape == (1, clf.normalization_.shape[0])
+    pred = clf.predict(X)
+    assert pred.dtype == np.asarray(labels).dtype
+    # decision > 0 means classes_[1], as in scikit-learn
+    np.testing.assert_array_equal(pred == labels[1], clf.decision_function(X) > 0)
+    assert clf.score(X, y_mapped) > 0.9
+
+
+def test_multiclass_one_vs_rest_with_string_labels():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2))
+    angle = np.arctan2(X[:, 1], X[:, 0])
+    y = np.array(["red", "green", "blue"])[((angle + np.pi) / (2 * np.pi / 3)).astype(int) % 3]
+    clf = _fit(X, y, gamma=1.0)
+    assert list(clf.classes_) == ["blue", "green", "red"]
+    assert clf.coef_.shape[0] == 3 and clf.intercept_.shape == (3,)
+    assert clf.decision_function(X).shape == (600, 3)
+    assert np.asarray(clf.objective_).shape == (3,)
+    assert clf.score(X, y) > 0.95
+    assert len(clf.solver_stats_["problems"]) == 3
+
+
+def test_objective_attribute_is_the_primal_objective(circles):
+    X, y = circles
+    clf = _fit(X, y, dtype="float64", tol=1e-10)
+    F = clf.feature_map_.transform_block(X)
+    y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
+    dense = sqhinge_objective_dense(F, y_pm, np.full(len(y), 10.0), clf.coef_[0], clf.intercept_[0])
+    np.testing.assert_allclose(clf.objective_, dense, rtol=1e-10)
+    np.testing.assert_allclose(F, clf.feature_map_.transform_block(X))
+    assert clf.n_iter_ >= 1 and clf.n_features_in_ == X.shape[1]
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "sigmoid", "linear"])
+def test_all_kernels_fit_and_predict(circles, kernel):
+    X, y = circles
+    clf = _fit(X, y, kernel=kernel, gamma=0.1, coef0=1.0 if kernel != "sigmoid" else -1.0, degree=2)
+    assert np.all(np.isfinite(clf.decision_function(X)))
+    if kernel in ("rbf", "poly"):
+        assert clf.score(X, y) > 0.9
+
+
+def test_sparse_and_dense_input_give_the_same_model(circles):
+    X, y = circles
+    X = np.where(np.abs(X) < 0.3, 0.0, X)
+    a = _fit(X, y, dtype="float64", tol=1e-8)
+    b = _fit(sp.csr_matrix(X), y, dtype="float64", tol=1e-8)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(sp.csr_matrix(X)), atol=1e-7)
+
+
+@pytest.mark.parametrize("chunks", [50, 137, 600])
+def test_dask_input_gives_numpy_predictions(circles, chunks):
+    X, y = circles
+    a = _fit(X, y, tol=1e-6)
+    Xd = da.from_array(X, chunks=(chunks, -1))
+    yd = da.from_array(y, chunks=chunks)
+    b = _fit(Xd, yd, tol=1e-6)
+    np.testing.assert_allclose(a.components_, b.components_)
+    dec = b.decision_function(Xd)
+    pred = b.predict(Xd)
+    assert isinstance(dec, da.Array) and isinstance(pred, da.Array)
+    dec_np = a.decision_function(X)
+    np.testing.assert_allclose(dec.compute(), dec_np, atol=1e-4)
+    clear = np.abs(dec_np) > 1e-3
+    np.testing.assert_array_equal(pred.compute()[clear], a.predict(X)[clear])
+    assert abs(b.score(Xd, yd) - a.score(X, y)) <= 1 / len(y) + 1e-12
+    # predictions from a numpy-fitted model on dask data, and vice versa
+    np.testing.assert_allclose(a.decision_function(Xd).compute(), b.decision_function(X), atol=1e-4)
+
+
+def test_fitted_model_pickles_and_holds_no_dask_objects(circles):
+    X, y = circles
+    clf = _fit(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100))
+    for name, value in vars(clf).items():
+        assert "dask" not in type(value).__module__, name
+    clone = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clone.predict(X), clf.predict(X))
+
+
+def test_n_components_larger_than_n_is_clipped_with_a_warning():
+    X, y = make_circles_problem(n=40)
+    with pytest.warns(UserWarning, match="n_components=500 is larger than the number of rows"):
+        clf = NystroemSVC(random_state=0).fit(X, y)
+    assert clf.components_.shape[0] <= 40
+
+
+def test_convergence_warning_when_max_iter_is_too_small(circles):
+    X, y = circles
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        _fit(X, y, max_iter=1, tol=1e-12)
+
+
+def test_gamma_scale_matches_sklearn_definition(circles):
+    X, y = circles
+    clf = NystroemSVC(n_components=20, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.gamma_, 1.0 / (X.shape[1] * X.var()))
+    Xd = da.from_array(X, chunks=(77, -1))
+    clf_d = NystroemSVC(n_components=20, random_state=0).fit(Xd, da.from_array(y, chunks=77))
+    np.testing.assert_allclose(clf_d.gamma_, clf.gamma_)
+    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0, X))
+    clf_s = NystroemSVC(n_components=20, random_state=0).fit(Xs, y)
+    np.testing.assert_allclose(clf_s.gamma_, 1.0 / (X.shape[1] * Xs.toarray().var()))
+
+
+def test_class_weight_balanced_changes_the_model(circles):
+    X, y = circles
+    a = _fit(X, y)
+    b = _fit(X, y, class_weight="balanced")
+    c = _fit(X, y, class_weight={-1: 1.0, 1: 1.0})
+    assert not np.allclose(a.coef_, b.coef_)
+    np.testing.assert_allclose(a.coef_, c.coef_)
+
+
+def test_sample_weight_zero_equals_dropping_rows():
+    X, y = make_circles_problem(n=300, seed=3)
+    sw = np.ones(len(y))
+    sw[::3] = 0.0
+    # identical landmarks: pick them from the kept rows via a fixed random_state on the kept set
+    keep = sw > 0
+    a = NystroemSVC(n_components=30, gamma=0.3, dtype="float64", tol=1e-10, random_state=0).fit(X[keep], y[keep])
+    b = NystroemSVC(n_components=30, gamma=0.3, dtype="float64", tol=1e-10, random_state=0)
+    b.fit(X[keep], y[keep])  # landmarks from the kept rows
+    from dsvm.blockwise import aligned_vector, as_row_blocks
+    from dsvm._validation import encode_labels
+    from dsvm.operator import SquaredHingeOperator, feature_blocks
+    from dsvm.solvers import semismooth_newton
+
+    rb = as_row_blocks(X, 64)
+    classes, codes = encode_labels(y, rb)
+    op = SquaredHingeOperator(feature_blocks(rb, b.feature_map_), codes, 1, np.array([1.0, 1.0]), aligned_vector(sw, rb))
+    res = semismooth_newton(op, b.coef_.shape[1] + 1, tol=1e-10)
+    np.testing.assert_allclose(res.x[:-1], a.coef_[0], rtol=1e-6, atol=1e-8)
+
+
+# ---------------------------------------------------------------- bad input
+def test_not_fitted():
+    with pytest.raises(NotFittedError):
+        NystroemSVC().predict(np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_x_numpy(circles, bad):
+    X, y = circles
+    X = X.copy()
+    X[5, 1] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        _fit(X, y)
+
+
+def test_non_finite_x_dask_names_the_row(circles):
+    X, y = circles
+    X = X.copy()
+    X[217, 0] = np.inf
+    with pytest.raises(ValueError, match="row 217"):
+        _fit(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100))
+
+
+def test_non_finite_at_predict_dask(circles):
+    X, y = circles
+    clf = _fit(X, y)
+    X = X.copy()
+    X[3, 0] = np.nan
+    with pytest.raises(ValueError, match="row 3"):
+        clf.predict(da.from_array(X, chunks=(100, -1))).compute()
+
+
+def test_single_class(circles):
+    X, _ = circles
+    with pytest.raises(ValueError, match="1 class"):
+        _fit(X, np.ones(len(X)))
+    with pytest.raises(ValueError, match="1 class"):
+        _fit(da.from_array(X, chunks=(100, -1)), da.ones(len(X), chunks=100))
+
+
+def test_length_mismatch(circles):
+    X, y = circles
+    with pytest.raises(ValueError, match="inconsistent numbers of samples|rows"):
+        _fit(X, y[:-1])
+    with pytest.raises(ValueError, match="X has 600 rows but y has 599"):
+        _fit(da.from_array(X, chunks=(100, -1)), da.from_array(y[:-1], chunks=100))
+
+
+def test_wrong_number_of_features_at_predict(circles):
+    X, y = circles
+    clf = _fit(X, y)
+    with pytest.raises(ValueError, match="X has 4 features, but NystroemSVC is expecting 5"):
+        clf.predict(X[:, :4])
+    with pytest.raises(ValueError, match="X has 4 features, but NystroemSVC is expecting 5"):
+        clf.predict(da.from_array(X[:, :4], chunks=(100, -1)))
+
+
+def test_dask_unknown_chunks_and_column_blocks(circles):
+    X, y = circles
+    Xd = da.from_array(X, chunks=(100, -1))
+    unknown = Xd[Xd[:, 0] > -100]
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        _fit(unknown, y)
+    with pytest.raises(ValueError, match="chunks along the feature axis"):
+        _fit(da.from_array(X, chunks=(100, 2)), y)
+
+
+def test_continuous_targets_are_rejected(circles):
+    X, _ = circles
+    with pytest.raises(ValueError, match="Unknown label type"):
+        _fit(X, np.linspace(0, 1, len(X)))
+
+
+@pytest.mark.parametrize(
+    "param,value,match",
+    [
+        ("C", 0.0, "C must be positive"),
+        ("C", -1.0, "C must be positive"),
+        ("gamma", 0.0, "gamma must be positive"),
+        ("gamma", -0.5, "gamma must be positive"),
+        ("gamma", "large", "gamma must be a finite number"),
+        ("n_components", 0, "n_components must be a positive integer"),
+        ("n_components", 2.5, "n_components must be a positive integer"),
+        ("kernel", "laplacian", "kernel="),
+        ("landmarks", "random", "landmarks="),
+        ("solver", "smo", "solver="),
+        ("hessian", "bfgs", "hessian="),
+        ("dtype", "float16", "dtype must be"),
+        ("tol", 0, "tol must be positive"),
+        ("max_iter", 0, "max_iter must be a positive integer"),
+    ],
+)
+def test_bad_parameters(circles, param, value, match):
+    X, y = circles
+    with pytest.raises(ValueError, match=match):
+        NystroemSVC(**{param: value}).fit(X, y)

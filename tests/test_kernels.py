@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel, sigmoid_kernel
+
+from dsvm.kernels import kernel_block, kernel_matrix, make_kernel_spec, prepare_landmarks, row_sq_norms
+
+ORACLES = {
+    "rbf": lambda X, L, s: rbf_kernel(X, L, gamma=s.gamma),
+    "poly": lambda X, L, s: polynomial_kernel(X, L, degree=s.degree, gamma=s.gamma, coef0=s.coef0),
+    "sigmoid": lambda X, L, s: sigmoid_kernel(X, L, gamma=s.gamma, coef0=s.coef0),
+    "linear": lambda X, L, s: linear_kernel(X, L),
+}
+
+
+def _data(seed=0, n=40, p=7, k=9, density=0.4, offset=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * (rng.random((n, p)) < density) + offset
+    L = rng.normal(size=(k, p)) + offset
+    return X, L
+
+
+@pytest.mark.parametrize("name", ["rbf", "poly", "sigmoid", "linear"])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 2e-5)])
+def test_kernel_block_matches_sklearn(name, sparse, dtype, rtol):
+    X, L = _data()
+    spec = make_kernel_spec(name, gamma=0.3, degree=3, coef0=0.7)
+    Xin = sp.csr_matrix(X) if sparse else X
+    K = kernel_block(Xin, prepare_landmarks(L, spec, dtype))
+    assert K.dtype == dtype and K.shape == (X.shape[0], L.shape[0])
+    np.testing.assert_allclose(K, ORACLES[name](X, L, spec), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_rbf_float32_is_accurate_far_from_the_origin(sparse):
+    # ||x||² ~ 1e6 would cancel catastrophically in float32 without the shift.
+    X, L = _data(offset=1000.0, density=1.0)
+    spec = make_kernel_spec("rbf", gamma=0.05)
+    Xin = sp.csr_matrix(X) if sparse else X
+    K = kernel_block(Xin, prepare_landmarks(L, spec, np.float32))
+    np.testing.assert_allclose(K, rbf_kernel(X, L, gamma=0.05), atol=5e-5)
+
+
+def test_sparse_block_is_not_densified(monkeypatch):
+    X, L = _data()
+    Xs = sp.csr_matrix(X)
+    spec = make_kernel_spec("rbf", gamma=0.3)
+
+    def boom(*a, **k):
+        raise AssertionError("sparse block was densified")
+
+    monkeypatch.setattr(sp.csr_matrix, "toarray", boom)
+    monkeypatch.setattr(sp.csr_matrix, "todense", boom)
+    K = kernel_block(Xs, prepare_landmarks(L, spec, np.float32))
+    assert K.shape == (X.shape[0], L.shape[0])
+
+
+def test_row_sq_norms_sparse_with_empty_rows():
+    X = sp.csr_matrix(np.array([[0.0, 0.0], [3.0, 4.0], [0.0, 0.0], [1.0, 0.0]]))
+    np.testing.assert_allclose(row_sq_norms(X), [0.0, 25.0, 0.0, 1.0])
+
+
+def test_kernel_matrix_symmetric_rbf():
+    X, _ = _data()
+    K = kernel_matrix(X, X, make_kernel_spec("rbf", 0.2))
+    np.testing.assert_allclose(np.diag(K), 1.0, atol=1e-12)
+    np.testing.assert_allclose(K, K.T, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"name": "laplace", "gamma": 1.0}, "kernel"),
+        ({"name": "rbf", "gamma": 0.0}, "gamma"),
+        ({"name": "rbf", "gamma": -1.0}, "gamma"),
+        ({"name": "rbf", "gamma": float("nan")}, "gamma"),
+        ({"name": "poly", "gamma": 1.0, "degree": 0}, "degree"),
+        ({"name": "poly", "gamma": 1.0, "coef0": float("inf")}, "coef0"),
+    ],
+)
+def test_bad_kernel_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        make_kernel_spec(**kwargs)

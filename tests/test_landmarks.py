@@ -1,0 +1,86 @@
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dsvm.blockwise import as_row_blocks
+from dsvm.landmarks import kmeans_landmarks, select_landmarks, uniform_landmarks
+
+
+def _data(n=400, p=5, seed=0, dup=True):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, size=(n, p)).astype(float)  # many repeated rows
+    if not dup:
+        X = rng.normal(size=(n, p))
+    return X
+
+
+@pytest.mark.parametrize("method", ["uniform", "kmeans"])
+def test_deterministic_given_random_state(method):
+    X = as_row_blocks(_data(dup=False), 128)
+    a = select_landmarks(X, 20, method, random_state=3)
+    b = select_landmarks(X, 20, method, random_state=3)
+    c = select_landmarks(X, 20, method, random_state=4)
+    np.testing.assert_array_equal(a.components, b.components)
+    assert not np.array_equal(a.components, c.components)
+
+
+@pytest.mark.parametrize("method", ["uniform", "kmeans"])
+def test_landmarks_are_distinct_rows(method):
+    X = _data(dup=True)  # 3**5 = 243 possible rows, many repeats among 400
+    lm = select_landmarks(as_row_blocks(X, 100), 60, method, random_state=0)
+    assert lm.components.shape == (60, 5)
+    assert np.unique(lm.components, axis=0).shape[0] == 60
+
+
+def test_uniform_landmarks_are_rows_of_x_with_their_indices():
+    X = _data(dup=True)
+    lm = uniform_landmarks(as_row_blocks(X, 64), 30, random_state=1)
+    assert lm.indices.shape == (30,)
+    assert np.unique(lm.indices).size == 30
+    np.testing.assert_array_equal(X[lm.indices], lm.components)
+
+
+@pytest.mark.parametrize("method", ["uniform", "kmeans"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_same_landmarks_from_numpy_and_dask(method, sparse):
+    X = _data(dup=False)
+    X[np.abs(X) < 0.5] = 0.0
+    Xin = sp.csr_matrix(X) if sparse else X
+    a = select_landmarks(as_row_blocks(Xin, 1000), 25, method, random_state=7)
+    if sparse:
+        Xd = da.from_array(X, chunks=(77, -1)).map_blocks(sp.csr_matrix, meta=sp.csr_matrix((0, 0)))
+    else:
+        Xd = da.from_array(X, chunks=(77, -1))
+    b = select_landmarks(as_row_blocks(Xd, 0), 25, method, random_state=7)
+    np.testing.assert_allclose(a.components, b.components, rtol=1e-10, atol=1e-12)
+    if method == "uniform":
+        np.testing.assert_array_equal(a.indices, b.indices)
+
+
+def test_too_few_distinct_rows_warns_and_returns_what_exists():
+    X = np.repeat(np.eye(4), 10, axis=0)
+    with pytest.warns(UserWarning, match="distinct"):
+        lm = uniform_landmarks(as_row_blocks(X, 8), 10, random_state=0)
+    assert lm.components.shape == (4, 4)
+
+
+def test_kmeans_improves_inertia_over_its_seeds():
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(8, 3)) * 10
+    X = np.vstack([c + rng.normal(size=(100, 3)) for c in centers])
+    rb = as_row_blocks(X, 128)
+    seeds = kmeans_landmarks(rb, 8, random_state=0, n_iter=1)
+    refined = kmeans_landmarks(rb, 8, random_state=0, n_iter=10)
+
+    def inertia(C):
+        d = ((X[:, None, :] - C[None]) ** 2).sum(-1)
+        return d.min(1).sum()
+
+    assert inertia(refined.components) <= inertia(seeds.components) + 1e-9
+    assert refined.indices is None
+
+
+def test_unknown_method():
+    with pytest.raises(ValueError, match="landmarks="):
+        select_landmarks(as_row_blocks(_data(), 10), 3, "random-fourier")

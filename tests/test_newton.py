@@ -1,0 +1,128 @@
+"""The semismooth Newton solver against independent oracles on fixed features."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
+
+from dsvm import NystroemSVC
+from dsvm.blockwise import aligned_vector, as_row_blocks
+from dsvm._validation import encode_labels
+from dsvm.losses import sqhinge_objective_dense
+from dsvm.operator import SquaredHingeOperator
+from dsvm.solvers import choose_hessian, semismooth_newton
+
+from conftest import make_circles_problem
+
+
+def _features(n=800, seed=0):
+    X, y = make_circles_problem(n=n, p=5, seed=seed)
+    clf = NystroemSVC(n_components=60, gamma=0.2, dtype="float64", random_state=seed, max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    return clf.feature_map_.transform_block(X), y
+
+
+def _operator(F, y, C, sample_weight=None, class_weight=(1.0, 1.0), block_rows=97, fit_intercept=True):
+    rb = as_row_blocks(F, block_rows)
+    classes, codes = encode_labels(y, rb)
+    sw = None if sample_weight is None else aligned_vector(sample_weight, rb)
+    return SquaredHingeOperator(rb, codes, 1, C * np.asarray(class_weight), sw, fit_intercept)
+
+
+def _lbfgs_reference(F, y_pm, c):
+    def fun(x):
+        w, b = x[:-1], x[-1]
+        m = F @ w + b
+        r = np.maximum(0, 1 - y_pm * m)
+        s = -2 * c * y_pm * r
+        return 0.5 * w @ w + c @ (r * r), np.concatenate([w + F.T @ s, [s.sum()]])
+
+    res = minimize(fun, np.zeros(F.shape[1] + 1), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-10, "maxcor": 50})
+    return res.fun
+
+
+@pytest.mark.parametrize("hessian", ["gram", "cg"])
+def test_objective_matches_liblinear_and_lbfgs(hessian):
+    F, y = _features()
+    C = 10.0
+    res = semismooth_newton(_operator(F, y, C), F.shape[1] + 1, tol=1e-10, hessian=hessian)
+    assert res.converged
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    c = np.full(len(y), C)
+    ours = sqhinge_objective_dense(F, y_pm, c, res.x[:-1], res.x[-1])
+    np.testing.assert_allclose(res.objective, ours, rtol=1e-12)
+    # LIBLINEAR regularises the bias as (b/s)²/2; a large s makes that negligible.
+    ref = LinearSVC(C=C, loss="squared_hinge", dual=False, tol=1e-12, intercept_scaling=1e3, max_iter=100_000).fit(F, y)
+    liblinear = sqhinge_objective_dense(F, y_pm, c, ref.coef_[0], ref.intercept_[0])
+    assert abs(ours - liblinear) <= 1e-6 * liblinear
+    assert ours <= liblinear * (1 + 1e-9)
+    assert abs(ours - _lbfgs_reference(F, y_pm, c)) <= 1e-6 * ours
+
+
+def test_weighted_objective_matches_dense_reference():
+    F, y = _features(seed=1)
+    rng = np.random.default_rng(0)
+    sw = rng.uniform(0.1, 3.0, size=len(y))
+    cw = np.array([0.7, 2.5])
+    res = semismooth_newton(_operator(F, y, 2.0, sw, cw), F.shape[1] + 1, tol=1e-10)
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    c = 2.0 * cw[(y == 1).astype(int)] * sw
+    np.testing.assert_allclose(res.objective, _lbfgs_reference(F, y_pm, c), rtol=1e-6)
+
+
+def test_gram_and_cg_agree_and_gram_needs_fewer_passes():
+    F, y = _features(seed=2)
+    g = semismooth_newton(_operator(F, y, 5.0), F.shape[1] + 1, tol=1e-9, hessian="gram")
+    c = semismooth_newton(_operator(F, y, 5.0), F.shape[1] + 1, tol=1e-9, hessian="cg")
+    np.testing.assert_allclose(g.objective, c.objective, rtol=1e-9)
+    np.testing.assert_allclose(g.x, c.x, rtol=1e-4, atol=1e-6)
+    assert g.n_passes < c.n_passes
+
+
+def test_no_intercept_matches_liblinear_without_bias():
+    F, y = _features(seed=3)
+    res = semismooth_newton(_operator(F, y, 1.0, fit_intercept=False), F.shape[1] + 1, tol=1e-10)
+    assert res.x[-1] == 0.0
+    ref = LinearSVC(C=1.0, dual=False, tol=1e-12, fit_intercept=False, max_iter=100_000).fit(F, y)
+    y_pm = np.where(y == 1, 1.0, -1.0)
+    ref_obj = sqhinge_objective_dense(F, y_pm, np.ones(len(y)), ref.coef_[0], 0.0)
+    np.testing.assert_allclose(res.objective, ref_obj, rtol=1e-8)
+
+
+def test_warm_start_at_the_solution_stops_immediately():
+    F, y = _features(seed=4)
+    op = _operator(F, y, 3.0)
+    first = semismooth_newton(op, F.shape[1] + 1, tol=1e-8)
+    again = semismooth_newton(op, F.shape[1] + 1, x0=first.x, tol=1e-8)
+    assert again.n_iter == 0 and again.converged
+    np.testing.assert_allclose(again.objective, first.objective, rtol=1e-12)
+
+
+def test_every_iteration_decreases_the_objective_and_is_logged(caplog):
+    F, y = _features(seed=5)
+    with caplog.at_level("INFO", logger="dsvm.solvers.newton"):
+        res = semismooth_newton(_operator(F, y, 10.0), F.shape[1] + 1, tol=1e-8)
+    objs = [h["objective"] for h in res.history]
+    assert all(b <= a for a, b in zip(objs, objs[1:]))
+    lines = [r.getMessage() for r in caplog.records if "newton it=" in r.getMessage()]
+    assert len(lines) == res.n_iter
+    assert all("obj=" in l and "|g|=" in l and "|A|=" in l and "cg=" in l for l in lines)
+
+
+def test_max_iter_reached_is_reported():
+    F, y = _features(seed=6)
+    res = semismooth_newton(_operator(F, y, 10.0), F.shape[1] + 1, tol=1e-12, max_iter=2)
+    assert not res.converged and res.stop_reason == "max_iter" and res.n_iter == 2
+
+
+def test_cost_model_picks_gram_for_small_k_and_cg_for_huge_k():
+    assert choose_hessian(50_000, 501, distributed=False) == "gram"
+    assert choose_hessian(50_000, 10_001, distributed=False) == "cg"
+    # few rows, large k: the Gram pass is cheap but the factorisation is not
+    assert choose_hessian(2_000, 6_000, distributed=False) == "cg"

@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.kernel_approximation import Nystroem
+from sklearn.metrics.pairwise import rbf_kernel
+
+from dsvm.kernels import make_kernel_spec
+from dsvm.nystroem import fit_feature_map, nystroem_normalization
+
+
+def test_features_match_sklearn_nystroem_on_same_landmarks():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 6))
+    ref = Nystroem(kernel="rbf", gamma=0.2, n_components=30, random_state=0).fit(X)
+    fmap = fit_feature_map(ref.components_, make_kernel_spec("rbf", 0.2), dtype=np.float64)
+    assert fmap.normalization.shape == (30, 30)
+    F = fmap.transform_block(X)
+    # Same feature space up to an orthogonal rotation: compare Gram matrices.
+    Fr = ref.transform(X)
+    np.testing.assert_allclose(F @ F.T, Fr @ Fr.T, atol=1e-8)
+    # sklearn's convention: F = K(X, components_) @ normalization_.T
+    np.testing.assert_allclose(F, rbf_kernel(X, fmap.components, gamma=0.2) @ fmap.normalization.T, atol=1e-12)
+
+
+def test_duplicate_landmarks_are_dropped_not_amplified():
+    rng = np.random.default_rng(1)
+    L = rng.normal(size=(20, 4))
+    L = np.vstack([L, L[:5], L[:5] + 1e-9])  # exact and near duplicates
+    fmap = fit_feature_map(L, make_kernel_spec("rbf", 0.5), dtype=np.float32)
+    assert fmap.normalization.shape[0] <= 20
+    assert fmap.normalization.shape[1] == 30
+    X = rng.normal(size=(500, 4)) * 3
+    F = fmap.transform_block(X).astype(np.float64)
+    # ‖f(x)‖² is the Nyström approximation of k(x, x) = 1 from below.
+    assert np.all(np.isfinite(F))
+    assert np.max(np.sum(F * F, axis=1)) <= 1.0 + 1e-3
+
+
+def test_normalization_reproduces_landmark_kernel():
+    rng = np.random.default_rng(2)
+    L = rng.normal(size=(15, 3))
+    K = rbf_kernel(L, L, gamma=0.3)
+    M, lam = nystroem_normalization(K, 1e-12)
+    F = K @ M.T
+    np.testing.assert_allclose(F @ F.T, K, atol=1e-8)
+    assert np.all(np.diff(lam) <= 0)
+
+
+def test_indefinite_sigmoid_kernel_keeps_positive_part():
+    rng = np.random.default_rng(3)
+    L = rng.normal(size=(25, 5))
+    fmap = fit_feature_map(L, make_kernel_spec("sigmoid", 0.5, coef0=-1.0), dtype=np.float64)
+    assert np.all(fmap.eigenvalues > 0)
+    assert np.all(np.isfinite(fmap.transform_block(L)))
+
+
+def test_sparse_and_dense_rows_give_same_features():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 8)) * (rng.random((50, 8)) < 0.3)
+    fmap = fit_feature_map(X[:10], make_kernel_spec("rbf", 0.1), dtype=np.float32)
+    np.testing.assert_allclose(fmap.transform_block(sp.csr_matrix(X)), fmap.transform_block(X), atol=1e-5)
+
+
+def test_feature_map_pickles_without_cached_copies():
+    import pickle
+
+    rng = np.random.default_rng(5)
+    fmap = fit_feature_map(rng.normal(size=(10, 3)), make_kernel_spec("rbf", 1.0))
+    before = fmap.transform_block(np.ones((2, 3)))
+    clone = pickle.loads(pickle.dumps(fmap))
+    assert clone._ready_arrays is None
+    np.testing.assert_array_equal(clone.transform_block(np.ones((2, 3))), before)
+
+
+def test_no_positive_eigenvalue_is_an_error():
+    with pytest.raises(ValueError, match="no positive eigenvalue"):
+        nystroem_normalization(-np.eye(3), 1e-6)

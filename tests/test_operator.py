@@ -1,0 +1,112 @@
+"""The Dask operator against dense numpy formulas, for many chunkings."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dsvm._validation import encode_labels
+from dsvm.blockwise import aligned_vector, as_row_blocks
+from dsvm.kernels import make_kernel_spec
+from dsvm.nystroem import fit_feature_map
+from dsvm.operator import SquaredHingeOperator, feature_blocks
+
+N, P, K = 23, 4, 6
+CHUNKINGS = [1, 5, (3, 10, 1, 9), N]
+
+
+def _problem(sparse, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, P)) * (rng.random((N, P)) < 0.6)
+    y = rng.choice(["a", "b", "c"], size=N)
+    sw = rng.uniform(0.5, 2.0, size=N)
+    fmap = fit_feature_map(X[:K], make_kernel_spec("rbf", 0.4), dtype=np.float64)
+    F = fmap.transform_block(X)
+    return (sp.csr_matrix(X) if sparse else X), y, sw, fmap, F
+
+
+def _dask_x(X, chunks):
+    Xd = da.from_array(X.toarray() if sp.issparse(X) else X, chunks=(chunks, -1))
+    if sp.issparse(X):
+        Xd = Xd.map_blocks(sp.csr_matrix, meta=sp.csr_matrix((0, 0)))
+    return Xd
+
+
+def _dense_reference(F, y_pm, c, x):
+    Ft = np.hstack([F, np.ones((F.shape[0], 1))])
+    m = Ft @ x
+    r = np.maximum(0.0, 1.0 - y_pm * m)
+    active = r > 0
+    loss = float(np.dot(c, r * r))
+    grad = -2.0 * Ft.T @ (c * y_pm * r)
+    H = 2.0 * (Ft[active] * c[active, None]).T @ Ft[active]
+    return loss, grad, H, active
+
+
+def _operator(X, y, sw, fmap, chunks, positive):
+    rb = as_row_blocks(_dask_x(X, chunks), 0)
+    classes, codes = encode_labels(da.from_array(y, chunks=(rb.array.chunks[0],)), rb)
+    F = feature_blocks(rb, fmap)
+    class_cost = np.array([1.5, 2.0, 0.5])
+    op = SquaredHingeOperator(F, codes.persist(), positive, class_cost, aligned_vector(sw, rb).persist())
+    y_pm = np.where(np.searchsorted(classes, y) == positive, 1.0, -1.0)
+    c = class_cost[np.searchsorted(classes, y)] * sw
+    return op, y_pm, c
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_gradient_and_hessian_vector_product_match_dense(chunks, sparse):
+    X, y, sw, fmap, F = _problem(sparse)
+    op, y_pm, c = _operator(X, y, sw, fmap, chunks, positive=1)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=fmap.n_output + 1) * 0.5
+    v = rng.normal(size=fmap.n_output + 1)
+    loss, grad, H, active = _dense_reference(F, y_pm, c, x)
+    res = op.evaluate(x, x, (), "full")
+    np.testing.assert_allclose(res.loss, loss, rtol=1e-10)
+    np.testing.assert_allclose(res.grad, grad, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.hess, H, rtol=1e-9, atol=1e-12)
+    assert res.n_active == active.sum()
+    np.testing.assert_allclose(op.hess_vec(x, v), H @ v, rtol=1e-9, atol=1e-12)
+    V = rng.normal(size=(fmap.n_output + 1, 3))
+    np.testing.assert_allclose(op.hess_vec(x, V), H @ V, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS)
+def test_line_search_grid_and_hessian_update_match_dense(chunks):
+    X, y, sw, fmap, F = _problem(False, seed=2)
+    op, y_pm, c = _operator(X, y, sw, fmap, chunks, positive=2)
+    rng = np.random.default_rng(3)
+    x0 = rng.normal(size=fmap.n_output + 1) * 0.3
+    x1 = x0 + rng.normal(size=fmap.n_output + 1)
+    grid = np.array([1.0, 0.5, 0.1, 0.0])
+    res = op.evaluate(x0, x1, grid, "delta")
+    for t, value in zip(grid, res.loss_grid):
+        np.testing.assert_allclose(value, _dense_reference(F, y_pm, c, x0 + t * (x1 - x0))[0], rtol=1e-10)
+    _, grad1, H1, active1 = _dense_reference(F, y_pm, c, x1)
+    _, _, H0, active0 = _dense_reference(F, y_pm, c, x0)
+    np.testing.assert_allclose(res.grad, grad1, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(res.hess, H1 - H0, rtol=1e-9, atol=1e-10)
+    assert res.n_changed == np.sum(active0 != active1)
+
+
+def test_numpy_blocks_equal_dask_blocks():
+    X, y, sw, fmap, F = _problem(False, seed=4)
+    op_d, y_pm, c = _operator(X, y, sw, fmap, 7, positive=0)
+    rb = as_row_blocks(X, 4)
+    classes, codes = encode_labels(y, rb)
+    op_n = SquaredHingeOperator(feature_blocks(rb, fmap), codes, 0, np.array([1.5, 2.0, 0.5]), aligned_vector(sw, rb))
+    x = np.random.default_rng(5).normal(size=fmap.n_output + 1)
+    a, b = op_d.evaluate(x, x, (), "full"), op_n.evaluate(x, x, (), "full")
+    np.testing.assert_allclose(a.grad, b.grad, rtol=1e-10)
+    np.testing.assert_allclose(a.hess, b.hess, rtol=1e-10)
+
+
+def test_nan_in_dask_input_is_reported_with_its_row():
+    X, y, sw, fmap, F = _problem(False)
+    X = X.copy()
+    X[13, 2] = np.nan
+    rb = as_row_blocks(_dask_x(X, 5), 0)
+    with pytest.raises(ValueError, match="NaN or infinity at row 13"):
+        feature_blocks(rb, fmap)
