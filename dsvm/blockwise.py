@@ -123,6 +123,10 @@ class RowBlocks:
     def persist(self) -> "RowBlocks":
         return self
 
+    def iter_blocks(self, batch: int = 4):
+        """Yield the blocks in row order, computing ``batch`` of them at a time."""
+        raise NotImplementedError
+
     def compute(self):
         """The whole array in this process (numpy or CSR)."""
         raise NotImplementedError
@@ -168,6 +172,9 @@ class InMemoryBlocks(RowBlocks):
         indices = np.asarray(indices, dtype=np.int64)
         X = self.compute()
         return X[indices]
+
+    def iter_blocks(self, batch: int = 4):
+        yield from self.blocks
 
     def compute(self):
         if len(self.blocks) == 1:
@@ -284,6 +291,13 @@ class DaskBlocks(RowBlocks):
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         return rows[inverse]
+
+    def iter_blocks(self, batch: int = 4):
+        import dask
+
+        blocks = self.delayed_blocks()
+        for i in range(0, len(blocks), batch):
+            yield from dask.compute(*blocks[i : i + batch])
 
     def persist(self):
         """Keep the blocks in (cluster) memory; waits until they are there."""

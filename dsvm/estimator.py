@@ -58,6 +58,15 @@ def _correct_block(X_block, y_block, fmap, coef, intercept, classes):
     return np.array([float(np.sum(pred == np.asarray(y_block))), float(len(pred))])
 
 
+def unpack_dataset(X, y=None):
+    """Accept a :class:`dsvm.io.Dataset` (anything with ``.X`` and ``.y``) in place of ``X, y``."""
+    if hasattr(X, "X") and hasattr(X, "y") and not hasattr(X, "shape"):
+        if y is not None:
+            raise ValueError("pass either a Dataset or X and y, not both")
+        return X.X, X.y
+    return X, y
+
+
 def _predict_labels(dec: np.ndarray, classes: np.ndarray) -> np.ndarray:
     if dec.ndim == 1:
         return classes[(dec > 0).astype(int)]
@@ -260,13 +269,14 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
         return float(self.gamma)
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the model.
 
         Parameters
         ----------
-        X : array-like, sparse matrix or dask array of shape (n_samples, n_features)
-        y : array-like or dask array of shape (n_samples,)
+        X : array-like, sparse matrix, dask array of shape (n_samples, n_features), or Dataset
+            A :class:`dsvm.io.Dataset` (from :func:`dsvm.open_dataset`) carries its labels.
+        y : array-like or dask array of shape (n_samples,), optional when X is a Dataset
         sample_weight : array-like of shape (n_samples,), optional
             Per-row weights multiplying ``C``.
 
@@ -276,6 +286,12 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
         """
         self._check_params()
         t_start = time.perf_counter()
+        X, y = unpack_dataset(X, y)
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None "
+                "(or pass a Dataset holding labels)"
+            )
         X_rb, y, sw, checked = self._validate_fit_input(X, y, sample_weight)
         classes, codes = encode_labels(y, X_rb)
         if classes.size < 2:
@@ -394,6 +410,7 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def _validate_predict_input(self, X):
         check_is_fitted(self)
+        X, _ = unpack_dataset(X)
         if is_dask_array(X):
             check_dask_X(X)
             if X.shape[1] != self.n_features_in_:
@@ -426,8 +443,10 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
         dec = lazy_result(decision_blocks(X_rb, self.feature_map_, self.coef_, self.intercept_, False))
         return _predict_labels(dec[:, 0] if dec.shape[1] == 1 else dec, self.classes_)
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X, y=None, sample_weight=None):
         """Mean accuracy; for dask input computed block-wise (one pass)."""
+        if y is None:
+            X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
             X_rb, _ = self._validate_predict_input(X)
             check_n_rows(X.shape[0], y)

@@ -1,0 +1,322 @@
+"""The ``dsvm`` command.
+
+::
+
+    dsvm demo                                  # the main job on generated data, local cluster
+    dsvm ingest a9a.train a9a.zarr
+    dsvm train a9a.zarr --model a9a.model -C 10 --gamma 0.05 -k 500 [--cluster cluster/slurm.yaml]
+    dsvm evaluate a9a.model a9a.t.zarr [--json]
+    dsvm predict a9a.model new.zarr --out pred.zarr   # or .csv / .npy
+    dsvm run pipelines/a9a.yaml [--cluster ...] [--set data_dir=...]
+    dsvm info a9a.model | a9a.zarr
+
+User errors end with one line on stderr and exit status 1 (2 for a bad
+command line); only bugs print a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("dsvm.cli")
+
+EXIT_USER_ERROR = 1
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line."""
+
+
+def _add_cluster_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("where to run (default: a local Dask cluster sized to this machine)")
+    g.add_argument("--cluster", metavar="SPEC.yaml", help="cluster spec file (see cluster/README.md)")
+    g.add_argument("--scheduler-address", metavar="ADDR", help="attach to a running scheduler, e.g. tcp://127.0.0.1:8786")
+    g.add_argument("--scheduler-file", metavar="FILE", help="attach to the scheduler described by a scheduler file")
+    g.add_argument("--workers", type=int, metavar="N", help="worker processes of the default local cluster")
+    g.add_argument("--threads-per-worker", type=int, metavar="N", help="threads per worker of the default local cluster")
+    g.add_argument("--memory-limit", metavar="SIZE", help="memory limit per worker of the default local cluster, e.g. 2GiB")
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model")
+    g.add_argument("-C", type=float, default=1.0, help="cost of the squared hinge loss (default 1)")
+    g.add_argument("--gamma", default="scale", help="kernel gamma: a number, 'scale' or 'auto' (default scale)")
+    g.add_argument("-k", "--n-components", type=int, default=500, help="number of landmarks (default 500)")
+    g.add_argument("--kernel", default="rbf", choices=["rbf", "poly", "sigmoid", "linear"])
+    g.add_argument("--degree", type=int, default=3)
+    g.add_argument("--coef0", type=float, default=0.0)
+    g.add_argument("--landmarks", default="uniform", choices=["uniform", "kmeans"])
+    g.add_argument("--hessian", default="auto", choices=["auto", "gram", "cg"])
+    g.add_argument("--tol", type=float, default=1e-4)
+    g.add_argument("--max-iter", type=int, default=100)
+    g.add_argument("--class-weight", choices=["balanced"], default=None)
+    g.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    g.add_argument("--feature-store", default="auto", choices=["auto", "memory", "recompute"])
+    g.add_argument("--random-state", type=int, default=0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="dsvm", description="Large-scale kernel SVMs on Dask (LA-SN).")
+    parser.add_argument("--version", action="version", version=f"dsvm {__version__}")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("demo", help="train and evaluate on generated data on the default local cluster")
+    p.add_argument("--n-train", type=int, default=200_000)
+    p.add_argument("--n-test", type=int, default=50_000)
+    p.add_argument("--output", default="reports/demo", help="report folder (default reports/demo)")
+    _add_cluster_args(p)
+
+    p = sub.add_parser("ingest", help="convert LIBSVM / CSV / .npy data into a zarr dataset")
+    p.add_argument("source", help="input file (.gz/.xz/.bz2 are read transparently)")
+    p.add_argument("target", help="zarr dataset to create")
+    p.add_argument("--format", choices=["libsvm", "csv", "npy"], default=None, help="default: from the file name")
+    p.add_argument("--n-features", type=int, default=None)
+    p.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto")
+    dense = p.add_mutually_exclusive_group()
+    dense.add_argument("--dense", dest="dense", action="store_true", default=None)
+    dense.add_argument("--sparse", dest="dense", action="store_false")
+    p.add_argument("--chunk-rows", type=int, default=None)
+    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+
+    p = sub.add_parser("train", help="fit a model on a dataset and save it")
+    p.add_argument("data", help="zarr dataset (or a LIBSVM/CSV/.npy file, ingested to a temporary store)")
+    p.add_argument("--model", required=True, help="model file to write (.npz)")
+    _model_args(p)
+    p.add_argument("--checkpoint", metavar="PATH", help="write the Newton state after each iteration and resume from it")
+    _add_cluster_args(p)
+
+    p = sub.add_parser("evaluate", help="accuracy and per-class precision/recall of a model on a dataset")
+    p.add_argument("model")
+    p.add_argument("data")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_cluster_args(p)
+
+    p = sub.add_parser("predict", help="write predictions for a dataset")
+    p.add_argument("model")
+    p.add_argument("data")
+    p.add_argument("--out", required=True, help="output file: .zarr, .npy or .csv")
+    p.add_argument("--decision", action="store_true", help="write decision values instead of labels")
+    p.add_argument("--overwrite", action="store_true")
+    _add_cluster_args(p)
+
+    p = sub.add_parser("run", help="run a YAML pipeline: ingest → train → evaluate → report")
+    p.add_argument("pipeline")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a pipeline parameter")
+    _add_cluster_args(p)
+
+    p = sub.add_parser("info", help="describe a model file or a dataset")
+    p.add_argument("path")
+    return parser
+
+
+def _setup_logging(args) -> None:
+    level = logging.WARNING if args.quiet else getattr(logging, args.log_level)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", force=True)
+    for noisy in ("distributed", "tornado", "asyncio", "bokeh"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def _connect(args):
+    from .cluster import connect
+
+    local = {}
+    if getattr(args, "workers", None):
+        local["n_workers"] = args.workers
+    if getattr(args, "threads_per_worker", None):
+        local["threads_per_worker"] = args.threads_per_worker
+    if getattr(args, "memory_limit", None):
+        local["memory_limit"] = args.memory_limit
+    return connect(args.cluster, args.scheduler_address, args.scheduler_file, local=local)
+
+
+def _open_data(path: str, tmpdir: str | None = None):
+    """A Dataset from a zarr store, or from a raw file ingested into ``tmpdir``."""
+    from . import io
+
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{path}: no such file or dataset")
+    if p.is_dir():
+        return io.open_dataset(p)
+    if tmpdir is None:
+        raise UserError(f"{path} is not a zarr dataset; convert it first with: dsvm ingest {path} DATASET.zarr")
+    logger.info("%s is a raw file: ingesting it into a temporary dataset", path)
+    return io.ingest(p, Path(tmpdir) / "data.zarr", progress=True)
+
+
+def _gamma(text: str):
+    if text in ("scale", "auto"):
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise UserError(f"--gamma must be a number, 'scale' or 'auto', got {text!r}") from None
+
+
+def cmd_train(args) -> int:
+    from .estimator import NystroemSVC
+    from .model_io import save_model
+
+    params = dict(
+        C=args.C, gamma=_gamma(args.gamma), n_components=args.n_components, kernel=args.kernel,
+        degree=args.degree, coef0=args.coef0, landmarks=args.landmarks, hessian=args.hessian,
+        tol=args.tol, max_iter=args.max_iter, class_weight=args.class_weight, dtype=args.dtype,
+        feature_store=args.feature_store, random_state=args.random_state,
+    )
+    model = NystroemSVC(**params)
+    if args.checkpoint:
+        model.set_params(checkpoint=args.checkpoint) if "checkpoint" in model.get_params() else None
+    with tempfile.TemporaryDirectory(prefix="dsvm-") as tmp, _connect(args):
+        ds = _open_data(args.data, tmp)
+        t0 = time.perf_counter()
+        model.fit(ds)
+        logger.info("trained in %.2fs: %d landmarks, %d Newton iterations", time.perf_counter() - t0,
+                    model.components_.shape[0], model.n_iter_)
+    save_model(model, args.model)
+    logger.info("model written to %s", args.model)
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from .metrics import evaluate
+    from .model_io import load_model
+
+    model = load_model(args.model)
+    with _connect(args):
+        ds = _open_data(args.data)
+        result = evaluate(model, ds)
+    result.update(
+        fit_seconds=model.solver_stats_.get("fit_seconds"),
+        k=int(model.components_.shape[0]),
+        C=model.C,
+        gamma=model.gamma_,
+        kernel=model.kernel,
+        model=str(args.model),
+        data=str(args.data),
+    )
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"accuracy {100 * result['accuracy']:.2f} % on {result['n_test']} rows "
+              f"(balanced {100 * result['balanced_accuracy']:.2f} %), predict {result['predict_seconds']:.2f} s")
+        print(f"{'class':>12} {'precision':>10} {'recall':>10} {'f1':>10} {'support':>9}")
+        for c in result["per_class"]:
+            print(f"{str(c['label']):>12} {c['precision']:>10.4f} {c['recall']:>10.4f} {c['f1']:>10.4f} {c['support']:>9d}")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    from .model_io import load_model
+    from .predict_io import write_predictions
+
+    model = load_model(args.model)
+    with _connect(args):
+        ds = _open_data(args.data)
+        n = write_predictions(model, ds, args.out, decision=args.decision, overwrite=args.overwrite)
+    logger.info("wrote %d predictions to %s", n, args.out)
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    from . import io
+
+    zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
+    kwargs: dict[str, Any] = dict(format=args.format, n_features=args.n_features, zero_based=zero_based,
+                                  dense=args.dense, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
+                                  progress=not args.no_progress and not args.quiet)
+    ds = io.ingest(args.source, args.target, **kwargs)
+    logger.info("%s: %d rows x %d features (%s), classes %s", args.target, ds.n_samples, ds.n_features,
+                "sparse" if ds.sparse else "dense", list(ds.classes)[:10])
+    return 0
+
+
+def cmd_run(args, spec=None) -> int:
+    from .pipeline import load_pipeline, run_pipeline
+
+    spec = load_pipeline(spec if spec is not None else args.pipeline, args.set)
+    with _connect(args):
+        report = run_pipeline(spec)
+    ev = report.get("evaluation")
+    summary = f"{report['name']}: fit {report['timing']['fit_seconds']:.2f}s"
+    if ev:
+        summary += f", test accuracy {100 * ev['accuracy']:.2f} % on {ev['n_test']} rows"
+    print(summary)
+    print(f"report: {Path(spec['output']) / 'report.md'}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .pipeline import DEMO_PIPELINE
+
+    args.set = [f"n_train={args.n_train}", f"n_test={args.n_test}"]
+    spec = dict(DEMO_PIPELINE, output=args.output)
+    return cmd_run(args, spec)
+
+
+def cmd_info(args) -> int:
+    p = Path(args.path)
+    if not p.exists():
+        raise UserError(f"{args.path}: no such file or dataset")
+    if p.is_dir():
+        from . import io
+
+        ds = io.open_dataset(p)
+        info = {"kind": "dataset", "path": str(p), "n_samples": ds.n_samples, "n_features": ds.n_features,
+                "sparse": ds.sparse, "classes": [c.item() if hasattr(c, "item") else c for c in ds.classes],
+                "chunks": len(ds.X.chunks[0]), "attrs": ds.attrs}
+    else:
+        from .model_io import load_model
+
+        m = load_model(p)
+        info = {"kind": "model", "path": str(p), "estimator": type(m).__name__, "kernel": m.feature_map_.spec.to_dict(),
+                "C": m.C, "n_components": int(m.components_.shape[0]), "n_features_out": int(m.coef_.shape[1]),
+                "n_features_in": m.n_features_in_, "classes": [c.item() if hasattr(c, "item") else c for c in m.classes_],
+                "n_iter": m.n_iter_, "objective": m.objective_ if isinstance(m.objective_, float) else list(m.objective_),
+                "fit_seconds": m.solver_stats_.get("fit_seconds")}
+    print(json.dumps(info, indent=2, default=str))
+    return 0
+
+
+COMMANDS = {
+    "demo": cmd_demo, "ingest": cmd_ingest, "train": cmd_train, "evaluate": cmd_evaluate,
+    "predict": cmd_predict, "run": cmd_run, "info": cmd_info,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``dsvm`` command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _setup_logging(args)
+    from .cluster import ClusterSpecError
+    from .model_io import ModelFileError
+    from .pipeline import PipelineError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (UserError, ClusterSpecError, ModelFileError, PipelineError, FileNotFoundError, FileExistsError,
+            ValueError, PermissionError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"dsvm {args.command}: error: {msg}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print(f"dsvm {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""Where dsvm runs: the default local cluster, cluster spec files, attaching to schedulers.
+
+A cluster spec is a YAML file in the style of dask-ctl::
+
+    version: 1
+    module: dask_jobqueue        # must be in ALLOWED_MODULES
+    class: SLURMCluster
+    args: []
+    kwargs: {cores: 2, memory: 4GiB, walltime: "00:30:00"}
+    scale: 2                     # or: adapt: {minimum: 1, maximum: 8}
+    wait_for_workers: 2          # optional: block until this many workers joined
+    timeout: 120                 # seconds to wait for them
+
+Only classes from :data:`ALLOWED_MODULES` are ever imported, so a spec file
+cannot make dsvm import arbitrary code.  Without a spec, an embedded
+``distributed.LocalCluster`` sized to this machine is started, listening on
+127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+logger = logging.getLogger(__name__)
+
+ALLOWED_MODULES = {
+    "distributed": {"LocalCluster"},
+    "dask.distributed": {"LocalCluster"},
+    "dask_jobqueue": {"SLURMCluster", "PBSCluster", "SGECluster", "LSFCluster", "OARCluster", "HTCondorCluster", "MoabCluster"},
+    "dask_kubernetes.operator": {"KubeCluster"},
+    "dask_kubernetes": {"KubeCluster"},
+    "dask_gateway": {"GatewayCluster"},
+}
+EXTRAS = {
+    "dask_jobqueue": "dsvm[slurm]",
+    "dask_kubernetes": "dsvm[kubernetes]",
+    "dask_kubernetes.operator": "dsvm[kubernetes]",
+    "dask_gateway": "dsvm[gateway]",
+}
+SPEC_KEYS = {"version", "module", "class", "args", "kwargs", "scale", "adapt", "wait_for_workers", "timeout", "name", "description"}
+
+
+class ClusterSpecError(ValueError):
+    """A cluster spec file is missing, malformed or names a class that is not allowed."""
+
+
+def load_cluster_spec(path: str | os.PathLike) -> dict[str, Any]:
+    """Read and validate a cluster spec file (see the module docstring)."""
+    path = Path(path)
+    if not path.exists():
+        raise ClusterSpecError(f"{path}: cluster spec file not found")
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ClusterSpecError(f"{path}: not valid YAML ({exc})") from None
+    return validate_cluster_spec(spec, str(path))
+
+
+def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, Any]:
+    """Check the structure of a spec mapping; return it with defaults filled in."""
+    if not isinstance(spec, dict):
+        raise ClusterSpecError(f"{where}: expected a mapping with 'module' and 'class'")
+    unknown = set(spec) - SPEC_KEYS
+    if unknown:
+        raise ClusterSpecError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
+    if spec.get("version", 1) != 1:
+        raise ClusterSpecError(f"{where}: version {spec.get('version')!r} is not supported (use 1)")
+    module, cls = spec.get("module"), spec.get("class")
+    if module not in ALLOWED_MODULES:
+        raise ClusterSpecError(f"{where}: module {module!r} is not allowed; allowed modules: {sorted(ALLOWED_MODULES)}")
+    if cls not in ALLOWED_MODULES[module]:
+        raise ClusterSpecError(f"{where}: class {cls!r} is not allowed from {module}; allowed: {sorted(ALLOWED_MODULES[module])}")
+    args, kwargs = spec.get("args", []) or [], spec.get("kwargs", {}) or {}
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise ClusterSpecError(f"{where}: 'args' must be a list and 'kwargs' a mapping")
+    if "scale" in spec and "adapt" in spec:
+        raise ClusterSpecError(f"{where}: give either 'scale' or 'adapt', not both")
+    if "scale" in spec and not (isinstance(spec["scale"], int) and spec["scale"] >= 0):
+        raise ClusterSpecError(f"{where}: 'scale' must be a non-negative integer")
+    if "adapt" in spec and not isinstance(spec["adapt"], dict):
+        raise ClusterSpecError(f"{where}: 'adapt' must be a mapping such as {{minimum: 1, maximum: 8}}")
+    out = dict(spec)
+    out["args"], out["kwargs"] = args, kwargs
+    return out
+
+
+def cluster_class(spec: dict[str, Any]):
+    """Import the (allow-listed) cluster class named by a validated spec."""
+    module = spec["module"]
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        hint = f"; install it with pip install '{EXTRAS[module]}'" if module in EXTRAS else ""
+        raise ClusterSpecError(f"cannot import {module} ({exc}){hint}") from None
+    return getattr(mod, spec["class"])
+
+
+def make_cluster(spec: dict[str, Any]):
+    """Construct the cluster described by a validated spec and apply scale/adapt."""
+    cls = cluster_class(spec)
+    cluster = cls(*spec["args"], **spec["kwargs"])
+    if "scale" in spec:
+        cluster.scale(spec["scale"])
+    elif "adapt" in spec:
+        cluster.adapt(**spec["adapt"])
+    return cluster
+
+
+def local_cluster_kwargs(**overrides: Any) -> dict[str, Any]:
+    """Keyword arguments of the default ``LocalCluster`` for this machine.
+
+    One worker process per 4 cores (at least one), the cores shared out as
+    threads: numpy's kernels release the GIL, so threads in one process share
+    the feature blocks without copies, while separate processes on a small
+    machine only add serialisation.  Memory is split evenly.  Everything
+    listens on 127.0.0.1.
+    """
+    cores = os.cpu_count() or 1
+    n_workers = max(1, cores // 4)
+    kwargs: dict[str, Any] = {
+        "n_workers": n_workers,
+        "threads_per_worker": max(1, cores // n_workers),
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": "127.0.0.1:0",
+    }
+    kwargs.update(overrides)
+    return kwargs
+
+
+@contextlib.contextmanager
+def connect(
+    cluster_spec: str | os.PathLike | dict | None = None,
+    scheduler_address: str | None = None,
+    scheduler_file: str | os.PathLike | None = None,
+    local: dict[str, Any] | None = None,
+) -> Iterator[Any]:
+    """A ``distributed.Client`` for the duration of a ``with`` block.
+
+    Exactly one of ``cluster_spec``, ``scheduler_address`` or
+    ``scheduler_file`` may be given; with none, the default local cluster is
+    started (``local`` overrides its keyword arguments).  Clusters started
+    here are closed on exit; attached schedulers are left running.
+    """
+    from distributed import Client
+
+    given = [x is not None for x in (cluster_spec, scheduler_address, scheduler_file)]
+    if sum(given) > 1:
+        raise ValueError("give at most one of --cluster, --scheduler-address and --scheduler-file")
+    cluster = None
+    if scheduler_address is not None:
+        client = Client(scheduler_address, timeout="30s")
+        logger.info("attached to scheduler %s", scheduler_address)
+    elif scheduler_file is not None:
+        if not Path(scheduler_file).exists():
+            raise FileNotFoundError(f"scheduler file {scheduler_file} not found")
+        client = Client(scheduler_file=str(scheduler_file), timeout="30s")
+        logger.info("attached to scheduler from %s", scheduler_file)
+    else:
+        if cluster_spec is None:
+            from distributed import LocalCluster
+
+            cluster = LocalCluster(**local_cluster_kwargs(**(local or {})))
+        else:
+            spec = cluster_spec if isinstance(cluster_spec, dict) else load_cluster_spec(cluster_spec)
+            spec = validate_cluster_spec(spec)
+            cluster = make_cluster(spec)
+        client = Client(cluster)
+        n_wait = (spec.get("wait_for_workers") if cluster_spec is not None else None)
+        if n_wait:
+            client.wait_for_workers(int(n_wait), timeout=spec.get("timeout", 300))
+    try:
+        link = getattr(client, "dashboard_link", None)
+        if cluster is not None and link:
+            logger.info("Dask dashboard: %s", link)
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

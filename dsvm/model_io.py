@@ -1,0 +1,244 @@
+"""Model files: plain arrays + JSON metadata in one ``.npz`` file, no pickle.
+
+A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) read with
+``allow_pickle=False``, so loading never executes code from the file.  It
+holds the fitted arrays of the estimator and one array ``__meta__`` with a
+UTF-8 JSON document::
+
+    {"format": "dsvm-model", "format_version": 1, "dsvm_version": "...",
+     "estimator": "NystroemSVC", "params": {...}, "kernel": {...},
+     "fitted": {...scalars and small lists...}, "classes_kind": "..."}
+
+Files are written to a temporary name next to the target and renamed, so a
+crash never leaves a half-written model under the target name.  Every array
+is checked for shape consistency on load; a corrupted, truncated or foreign
+file raises :class:`ModelFileError` naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "dsvm-model"
+FORMAT_VERSION = 1
+
+
+class ModelFileError(ValueError):
+    """A model file is missing, corrupted, foreign or inconsistent."""
+
+
+def _json_default(obj: Any):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"cannot store {type(obj).__name__} in model metadata")
+
+
+def _encode_classes(classes: np.ndarray) -> tuple[np.ndarray, str]:
+    if classes.dtype.kind in "biuf":
+        return classes, "numeric"
+    if classes.dtype.kind == "U":
+        return classes, "str"
+    if classes.dtype.kind == "O" and all(isinstance(c, str) for c in classes):
+        return classes.astype(str), "object-str"
+    raise ModelFileError(f"class labels of dtype {classes.dtype} cannot be saved without pickle; use numbers or strings")
+
+
+def _decode_classes(arr: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "object-str":
+        return arr.astype(object)
+    return arr
+
+
+def atomic_write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write an ``.npz`` archive under a temporary name, then rename it into place."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def read_npz(path: Path, expected_format: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """Read an archive written by :func:`atomic_write_npz`: ``(meta, arrays)``."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelFileError(f"{path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise ModelFileError(f"{path}: not a dsvm file or corrupted ({exc})") from None
+    except ValueError as exc:  # e.g. an object array that would need pickle
+        raise ModelFileError(f"{path}: refused to load ({exc})") from None
+    if "__meta__" not in arrays:
+        raise ModelFileError(f"{path}: not a dsvm file (no __meta__ entry)")
+    try:
+        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{path}: metadata is corrupted ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != expected_format:
+        raise ModelFileError(f"{path}: not a {expected_format} file (format={meta.get('format') if isinstance(meta, dict) else None!r})")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path}: format version {meta.get('format_version')!r} is not supported (this dsvm reads version {FORMAT_VERSION})"
+        )
+    return meta, arrays
+
+
+def meta_array(meta: dict) -> np.ndarray:
+    return np.frombuffer(json.dumps(meta, default=_json_default).encode("utf-8"), dtype=np.uint8)
+
+
+def save_model(model, path: str | os.PathLike) -> Path:
+    """Save a fitted dsvm estimator to ``path`` (``.npz``; no pickle).
+
+    Parameters
+    ----------
+    model : NystroemSVC
+        A fitted estimator.
+    path : str or path-like
+        Target file; written atomically.
+
+    Returns
+    -------
+    Path of the written file.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    from . import __version__
+
+    check_is_fitted(model)
+    spec = model.feature_map_.spec
+    classes, classes_kind = _encode_classes(np.asarray(model.classes_))
+    params = {k: v for k, v in model.get_params(deep=False).items() if k != "random_state" or v is None or isinstance(v, int)}
+    params["dtype"] = np.dtype(params["dtype"]).name
+    if isinstance(params.get("class_weight"), dict):
+        params["class_weight"] = {"keys": list(params["class_weight"].keys()), "values": list(params["class_weight"].values())}
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "dsvm_version": __version__,
+        "estimator": type(model).__name__,
+        "params": params,
+        "kernel": spec.to_dict(),
+        "dtype": np.dtype(model.feature_map_.dtype).name,
+        "classes_kind": classes_kind,
+        "fitted": {
+            "n_features_in_": int(model.n_features_in_),
+            "n_iter_": int(model.n_iter_),
+            "gamma_": float(model.gamma_),
+            "objective_": np.asarray(model.objective_).tolist(),
+            "solver_stats": {k: v for k, v in model.solver_stats_.items() if k != "problems"},
+            "problems": [{k: v for k, v in p.items() if k != "history"} for p in model.solver_stats_["problems"]],
+        },
+    }
+    arrays = {
+        "__meta__": meta_array(meta),
+        "components": model.components_,
+        "normalization": model.normalization_,
+        "eigenvalues": model.feature_map_.eigenvalues,
+        "coef": model.coef_,
+        "intercept": model.intercept_,
+        "classes": classes,
+    }
+    if model.component_indices_ is not None:
+        arrays["component_indices"] = np.asarray(model.component_indices_)
+    path = Path(path)
+    atomic_write_npz(path, arrays)
+    return path
+
+
+def _check_shapes(path: Path, a: dict[str, np.ndarray], n_classes: int, n_features_in: int) -> None:
+    def bad(msg: str):
+        raise ModelFileError(f"{path}: inconsistent model arrays: {msg}")
+
+    for name in ("components", "normalization", "eigenvalues", "coef", "intercept", "classes"):
+        if name not in a:
+            bad(f"missing array {name!r}")
+        if a[name].dtype.kind not in "biufU":
+            bad(f"array {name!r} has unexpected dtype {a[name].dtype}")
+    k, p = a["components"].shape if a["components"].ndim == 2 else bad("components must be 2-d")
+    if p != n_features_in:
+        bad(f"components have {p} columns but n_features_in_ is {n_features_in}")
+    if a["normalization"].ndim != 2 or a["normalization"].shape[1] != k:
+        bad(f"normalization has shape {a['normalization'].shape}, expected (r, {k})")
+    r = a["normalization"].shape[0]
+    if a["eigenvalues"].shape != (r,):
+        bad(f"eigenvalues have shape {a['eigenvalues'].shape}, expected ({r},)")
+    m = 1 if n_classes == 2 else n_classes
+    if a["coef"].shape != (m, r):
+        bad(f"coef has shape {a['coef'].shape}, expected ({m}, {r})")
+    if a["intercept"].shape != (m,):
+        bad(f"intercept has shape {a['intercept'].shape}, expected ({m},)")
+    if "component_indices" in a and a["component_indices"].shape != (k,):
+        bad(f"component_indices have shape {a['component_indices'].shape}, expected ({k},)")
+    for name in ("components", "normalization", "eigenvalues", "coef", "intercept"):
+        if not np.all(np.isfinite(a[name])):
+            bad(f"array {name!r} holds NaN or infinity")
+
+
+def load_model(path: str | os.PathLike):
+    """Load a model saved by :func:`save_model` (never executes code from the file).
+
+    Raises
+    ------
+    ModelFileError
+        If the file is missing, corrupted, foreign or its arrays are inconsistent.
+    """
+    from .estimator import NystroemSVC
+    from .kernels import KernelSpec
+    from .nystroem import FeatureMap
+
+    path = Path(path)
+    meta, a = read_npz(path, FORMAT)
+    if meta.get("estimator") != "NystroemSVC":
+        raise ModelFileError(f"{path}: estimator {meta.get('estimator')!r} is not supported by this dsvm version")
+    try:
+        fitted = meta["fitted"]
+        classes = _decode_classes(a["classes"], meta["classes_kind"])
+        _check_shapes(path, a, classes.shape[0], int(fitted["n_features_in_"]))
+        params = dict(meta["params"])
+        if isinstance(params.get("class_weight"), dict) and "keys" in params["class_weight"]:
+            cw = params["class_weight"]
+            params["class_weight"] = dict(zip(cw["keys"], cw["values"]))
+        model = NystroemSVC(**params)
+        spec = KernelSpec.from_dict(meta["kernel"])
+        fmap = FeatureMap(
+            spec=spec,
+            components=a["components"].astype(np.float64),
+            normalization=a["normalization"].astype(np.float64),
+            eigenvalues=a["eigenvalues"].astype(np.float64),
+            dtype=np.dtype(meta["dtype"]),
+        )
+    except ModelFileError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"{path}: metadata is incomplete or invalid ({exc})") from None
+    model.feature_map_ = fmap
+    model.classes_ = classes
+    model.components_ = fmap.components
+    model.normalization_ = fmap.normalization
+    model.component_indices_ = a.get("component_indices")
+    model.coef_ = a["coef"].astype(np.float64)
+    model.intercept_ = a["intercept"].astype(np.float64)
+    model.n_features_in_ = int(fitted["n_features_in_"])
+    model.n_iter_ = int(fitted["n_iter_"])
+    model.gamma_ = float(fitted["gamma_"])
+    obj = fitted["objective_"]
+    model.objective_ = float(obj) if np.ndim(obj) == 0 else np.asarray(obj, dtype=np.float64)
+    model.solver_stats_ = dict(fitted.get("solver_stats", {}), problems=fitted.get("problems", []))
+    return model

@@ -1,0 +1,119 @@
+"""Model files: round trip, no pickle, corrupted and foreign files."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from dsvm import NystroemSVC
+from dsvm.model_io import ModelFileError, load_model, save_model
+
+from conftest import make_circles_problem
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = make_circles_problem(n=300, seed=5)
+    y = np.where(y > 0, "out", "in").astype(object)
+    return NystroemSVC(n_components=40, gamma=0.3, C=5.0, random_state=0).fit(X, y), X
+
+
+@pytest.fixture(scope="module")
+def fitted_multiclass():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    return NystroemSVC(n_components=30, random_state=0, class_weight={0: 2.0, 1: 1.0, 2: 1.0}).fit(X, y), X
+
+
+def test_round_trip_binary_string_labels(tmp_path, fitted):
+    model, X = fitted
+    path = save_model(model, tmp_path / "m.npz")
+    loaded = load_model(path)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    np.testing.assert_allclose(loaded.decision_function(X), model.decision_function(X))
+    assert loaded.classes_.dtype == object and list(loaded.classes_) == ["in", "out"]
+    assert loaded.get_params() == model.get_params()
+    assert loaded.objective_ == pytest.approx(model.objective_)
+
+
+def test_round_trip_multiclass(tmp_path, fitted_multiclass):
+    model, X = fitted_multiclass
+    loaded = load_model(save_model(model, tmp_path / "m.npz"))
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert loaded.get_params()["class_weight"] == {0: 2.0, 1: 1.0, 2: 1.0}
+
+
+def test_file_holds_no_pickle(tmp_path, fitted):
+    path = save_model(fitted[0], tmp_path / "m.npz")
+    with zipfile.ZipFile(path) as z:
+        for name in z.namelist():
+            header = z.read(name)[:128]
+            assert b"'descr': '|O'" not in header and b"'descr': 'O'" not in header, name
+    np.load(path, allow_pickle=False)  # must not need pickle
+
+
+def test_missing_truncated_and_foreign_files(tmp_path, fitted):
+    with pytest.raises(ModelFileError, match="no such file"):
+        load_model(tmp_path / "nope.npz")
+    path = save_model(fitted[0], tmp_path / "m.npz")
+    data = path.read_bytes()
+    (tmp_path / "trunc.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelFileError, match="corrupted|not a dsvm"):
+        load_model(tmp_path / "trunc.npz")
+    (tmp_path / "text.npz").write_text("hello")
+    with pytest.raises(ModelFileError):
+        load_model(tmp_path / "text.npz")
+    np.savez(tmp_path / "foreign.npz", a=np.ones(3))
+    with pytest.raises(ModelFileError, match="no __meta__"):
+        load_model(tmp_path / "foreign.npz")
+
+
+def _rewrite(path, out, **changes):
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    for key, value in changes.items():
+        if key == "meta":
+            meta = json.loads(bytes(arrays["__meta__"]).decode())
+            value(meta)
+            arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        else:
+            arrays[key] = value
+    np.savez(out, **arrays)
+    return out
+
+
+def test_hand_edited_file_with_inconsistent_shapes(tmp_path, fitted):
+    model = fitted[0]
+    path = save_model(model, tmp_path / "m.npz")
+    bad = _rewrite(path, tmp_path / "b1.npz", coef=model.coef_[:, :-1])
+    with pytest.raises(ModelFileError, match="coef has shape"):
+        load_model(bad)
+    bad = _rewrite(path, tmp_path / "b2.npz", normalization=model.normalization_[:, :-2])
+    with pytest.raises(ModelFileError, match="normalization"):
+        load_model(bad)
+    bad = _rewrite(path, tmp_path / "b3.npz", intercept=np.array([np.nan]))
+    with pytest.raises(ModelFileError, match="NaN"):
+        load_model(bad)
+    bad = _rewrite(path, tmp_path / "b4.npz", meta=lambda m: m.update(format_version=99))
+    with pytest.raises(ModelFileError, match="format version 99"):
+        load_model(bad)
+    bad = _rewrite(path, tmp_path / "b5.npz", meta=lambda m: m["fitted"].update(n_features_in_=7))
+    with pytest.raises(ModelFileError, match="columns but n_features_in_ is 7"):
+        load_model(bad)
+    bad = _rewrite(path, tmp_path / "b6.npz", meta=lambda m: m.pop("kernel"))
+    with pytest.raises(ModelFileError, match="metadata"):
+        load_model(bad)
+
+
+def test_object_array_in_file_is_refused_without_unpickling(tmp_path, fitted):
+    path = save_model(fitted[0], tmp_path / "m.npz")
+    evil = _rewrite(path, tmp_path / "evil.npz", classes=np.array([object(), object()], dtype=object))
+    with pytest.raises(ModelFileError, match="refused|pickle"):
+        load_model(evil)
+
+
+def test_atomic_save_leaves_no_temporary_file(tmp_path, fitted):
+    save_model(fitted[0], tmp_path / "m.npz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
