@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array
 
 from ._validation import check_positive, check_positive_int
@@ -186,7 +188,7 @@ class SubgradientResult:
 def _import_clarabel():
     try:
         import clarabel
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         raise ImportError(
             "dsvm.reference solves its QPs with the optional dependency Clarabel, which is not "
             f"installed; install it with `{INSTALL_HINT}` (or `pip install clarabel`)"
@@ -263,12 +265,21 @@ def _solve(P: sp.csc_matrix, q, A: sp.csc_matrix, h, n_eq: int, n_ineq: int, tol
     cones.append(clarabel.NonnegativeConeT(n_ineq))
     settings = _clarabel_settings(clarabel, tol, max_iter, verbose)
     t0 = time.perf_counter()
-    solver = clarabel.DefaultSolver(sp.triu(P, format="csc"), np.asarray(q, float), A.tocsc(), np.asarray(h, float), cones, settings)
+    solver = clarabel.DefaultSolver(
+        sp.triu(P, format="csc"), np.asarray(q, float), A.tocsc(), np.asarray(h, float), cones, settings
+    )
     sol = solver.solve()
     seconds = time.perf_counter() - t0
     status = str(sol.status).split(".")[-1]
     if status not in ("Solved", "AlmostSolved"):
         raise RuntimeError(f"the QP solver stopped with status {status!r} after {sol.iterations} iterations")
+    if status == "AlmostSolved":
+        warnings.warn(
+            f"the QP solver reached only the reduced accuracy 'AlmostSolved' (tol={tol:g}); "
+            "the solution may be less accurate than asked",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
     logger.info("clarabel: %s in %d iterations, %.3f s, objective %.12g", status, sol.iterations, seconds, sol.obj_val)
     return np.asarray(sol.x, dtype=np.float64), status, int(sol.iterations), seconds
 
@@ -355,7 +366,6 @@ def primal_qp(
     else:
         Z = X
     n, p = Z.shape
-    dim = p + 1 + n
     P = sp.diags(np.r_[np.ones(p), np.zeros(1 + n)], format="csc")
     q = np.r_[np.zeros(p + 1), np.full(n, C)]
     eye = sp.identity(n, format="csr")
@@ -363,7 +373,6 @@ def primal_qp(
     slack_rows = sp.hstack([sp.csr_matrix((n, p + 1)), -eye])
     A = sp.vstack([margin_rows, slack_rows], format="csc")
     h = np.r_[-np.ones(n), np.zeros(n)]
-    assert A.shape == (2 * n, dim)
     z, status, iterations, seconds = _solve(P, q, A, h, 0, 2 * n, tol, max_iter, verbose)
     w, b = z[:p], float(z[p])
     decision = Z @ w + b
@@ -581,4 +590,6 @@ def subgradient_descent(
             best = (f, w.copy(), b, k)
         history[k] = best[0]
     logger.info("subgradient descent: best objective %.10g at iteration %d of %d", best[0], best[3], n_iter)
-    return SubgradientResult(w=best[1], b=best[2], objective=best[0], history=history, best_iter=best[3], classes=classes)
+    return SubgradientResult(
+        w=best[1], b=best[2], objective=best[0], history=history, best_iter=best[3], classes=classes
+    )
