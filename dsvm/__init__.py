@@ -1,9 +1,22 @@
 """dsvm — large-scale kernel SVMs on Dask (LA-SN: Nyström features + semismooth Newton)."""
 
+from . import config  # noqa: F401  (registers the dsvm.* defaults in dask.config)
 from .estimator import NystroemSVC
 from .kernels import KernelSpec, kernel_matrix
+from .model_io import load_model, save_model
 from .nystroem import FeatureMap, fit_feature_map
+from .pegasos import PegasosSVC
 
 __version__ = "0.1.0"
 
-__all__ = ["NystroemSVC", "KernelSpec", "kernel_matrix", "FeatureMap", "fit_feature_map", "__version__"]
+__all__ = [
+    "NystroemSVC",
+    "PegasosSVC",
+    "KernelSpec",
+    "kernel_matrix",
+    "FeatureMap",
+    "fit_feature_map",
+    "save_model",
+    "load_model",
+    "__version__",
+]

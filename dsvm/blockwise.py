@@ -197,6 +197,23 @@ def _take_block_rows(block, local_idx):
     return block[local_idx]
 
 
+def _write_zarr_block(block, path, offset):
+    import zarr
+
+    arr = zarr.create_array(
+        store=f"{path}/rows-{offset}", shape=block.shape, chunks=block.shape, dtype=block.dtype,
+        compressors=None, overwrite=True,
+    )
+    arr[...] = block
+    return block.shape[0]
+
+
+def _read_zarr_block(path, offset):
+    import zarr
+
+    return zarr.open_array(f"{path}/rows-{offset}", mode="r")[...]
+
+
 class _OffsetCall:
     """Calls ``fn(..., offset=first_row)`` from inside ``dask.array.map_blocks``."""
 
@@ -299,6 +316,49 @@ class DaskBlocks(RowBlocks):
         for i in range(0, len(blocks), batch):
             yield from dask.compute(*blocks[i : i + batch])
 
+    def split_blocks(self, min_blocks: int, max_rows: int | None = None, min_rows: int = 2048) -> "DaskBlocks":
+        """Split blocks (never merge them): at least about ``min_blocks`` blocks, none
+        longer than ``max_rows``.
+
+        A dataset stored in one large chunk would otherwise keep all but one
+        thread of the cluster idle, or need more memory per task than a worker
+        has.  Splitting for parallelism keeps blocks at least ``min_rows`` long.
+        """
+        chunks = self.chunks
+        per_block = -(-min_blocks // len(chunks)) if len(chunks) < min_blocks else 1
+        new = []
+        for c in chunks:
+            parts = max(1, min(per_block, c // min_rows))
+            if max_rows:
+                parts = max(parts, -(-c // max(1, int(max_rows))))
+            base, extra = divmod(c, parts)
+            new.extend([base + 1] * extra + [base] * (parts - extra))
+        if len(new) == len(chunks):
+            return self
+        return DaskBlocks(self.array.rechunk({0: tuple(new)}))
+
+    def spill_to_zarr(self, path: str) -> "DaskBlocks":
+        """Write every block once to a zarr store under ``path``; return blocks that read it back.
+
+        One zarr array per block (named by its first row), uncompressed, so
+        irregular row chunks need no rechunking and a pass reads each block
+        with one request.  ``path`` must be visible to every worker.
+        """
+        import dask
+        import dask.array as da
+
+        offsets = self.offsets
+        blocks = self.delayed_blocks()
+        write = dask.delayed(_write_zarr_block, pure=False)
+        dask.compute(*[write(b, path, int(offsets[i])) for i, b in enumerate(blocks)])
+        read = dask.delayed(_read_zarr_block, pure=True)
+        n_cols = self.array.shape[1]
+        parts = [
+            da.from_delayed(read(path, int(offsets[i])), shape=(c, n_cols), dtype=self.array.dtype)
+            for i, c in enumerate(self.chunks)
+        ]
+        return DaskBlocks(da.concatenate(parts, axis=0))
+
     def persist(self):
         """Keep the blocks in (cluster) memory; waits until they are there."""
         array = self.array.persist()
@@ -323,6 +383,58 @@ def _active_client():
         return default_client()
     except ValueError:
         return None
+
+
+def available_threads() -> int:
+    """Threads Dask will run tasks on: the cluster's total, or this machine's cores."""
+    import os
+
+    client = _active_client()
+    if client is not None:
+        try:
+            return max(1, sum(client.nthreads().values()))
+        except Exception:  # pragma: no cover - a client that cannot answer
+            return os.cpu_count() or 1
+    return os.cpu_count() or 1
+
+
+def cluster_memory() -> tuple[float, int]:
+    """(total memory Dask may use, threads) on the active cluster or this machine."""
+    import os
+
+    import psutil
+
+    client = _active_client()
+    if client is not None:
+        try:
+            workers = client.scheduler_info(n_workers=-1)["workers"].values()
+        except TypeError:  # older distributed without n_workers=
+            workers = client.scheduler_info()["workers"].values()
+        limits = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
+        threads = sum(w.get("nthreads", 1) for w in workers)
+        if limits:
+            return float(sum(limits)), int(threads)
+    return float(psutil.virtual_memory().available), os.cpu_count() or 1
+
+
+def task_memory_budget(share: int) -> float:
+    """Bytes one task may use: the smallest worker's memory / (its threads x ``share``)."""
+    import psutil
+
+    client = _active_client()
+    if client is not None:
+        try:
+            workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
+        except TypeError:
+            workers = list(client.scheduler_info()["workers"].values())
+        per_thread = [
+            (w.get("memory_limit") or psutil.virtual_memory().total) / max(1, w.get("nthreads", 1)) for w in workers
+        ]
+        if per_thread:
+            return min(per_thread) / share
+    import os
+
+    return psutil.virtual_memory().available / max(1, os.cpu_count() or 1) / share
 
 
 def as_row_blocks(X, block_rows: int) -> RowBlocks:

@@ -30,11 +30,20 @@ from ._validation import (
     check_positive_int,
     encode_labels,
 )
-from .blockwise import RowBlocks, aligned_vector, as_row_blocks, is_dask_array, lazy_result
+from . import config
+from .blockwise import (
+    RowBlocks,
+    aligned_vector,
+    as_row_blocks,
+    available_threads,
+    is_dask_array,
+    lazy_result,
+    task_memory_budget,
+)
 from .kernels import KERNELS, make_kernel_spec
 from .landmarks import LANDMARK_METHODS, select_landmarks
 from .nystroem import FeatureMap, fit_feature_map
-from .operator import FEATURE_STORES, SquaredHingeOperator, decision_blocks, feature_blocks
+from .operator import FEATURE_STORES, FeatureStore, SquaredHingeOperator, decision_blocks
 from .solvers import choose_hessian, semismooth_newton
 
 logger = logging.getLogger(__name__)
@@ -71,6 +80,36 @@ def _predict_labels(dec: np.ndarray, classes: np.ndarray) -> np.ndarray:
     if dec.ndim == 1:
         return classes[(dec > 0).astype(int)]
     return classes[np.argmax(dec, axis=1)]
+
+
+def _warn_if_not_converged(res, tol: float, label: str = "") -> None:
+    if res.converged:
+        return
+    hint = (
+        "; float32 features limit the attainable accuracy, use dtype='float64'"
+        if res.stop_reason == "precision"
+        else "; increase max_iter"
+    )
+    warnings.warn(
+        f"{label}Newton solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
+        f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {tol:g}{hint}",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+def _problem_stats(res, label) -> dict:
+    return {
+        "class": label.item() if hasattr(label, "item") else label,
+        "method": res.method,
+        "n_iter": res.n_iter,
+        "n_passes": res.n_passes,
+        "seconds": res.seconds,
+        "converged": res.converged,
+        "stop_reason": res.stop_reason,
+        "grad_norm_rel": res.grad_norm / res.grad_norm0,
+        "history": res.history,
+    }
 
 
 def _class_counts_block(codes_block, n_classes):
@@ -127,9 +166,13 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
         ``1e-6`` for float32 and ``1e-10`` for float64 features.
     kmeans_iter : int, default=3
         Lloyd passes for ``landmarks="kmeans"``.
-    feature_store : {"auto", "memory", "recompute"}, default="auto"
-        Keep feature blocks in (cluster) memory, or recompute them from ``X``
-        on every pass.
+    feature_store : {"auto", "memory", "zarr", "recompute"}, default="auto"
+        Where the feature blocks live during the fit (Dask input): in the
+        cluster's memory, in a zarr scratch store streamed every pass
+        (``dsvm.scratch-directory``), or recomputed from ``X`` every pass.
+        ``"auto"`` keeps them in memory when they take at most
+        ``dsvm.memory-fraction`` of it and otherwise picks the cheaper of the
+        other two (:func:`dsvm.operator.plan_feature_store`).
     block_rows : int or None, default=None
         Rows per block when splitting in-memory input (``None``: about 64 MiB
         of features per block).  Dask input keeps its own chunks.
@@ -242,7 +285,12 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
                 check_classification_targets(y)
             check_n_rows(X.shape[0], y)
             self.n_features_in_ = int(X.shape[1])
-            X_rb = as_row_blocks(X, 0)
+            # Blocks small enough for one task's share of a worker's memory (a
+            # block of kernel values is rows x k float64), and enough of them to
+            # keep every thread busy.
+            budget = min(config.get("block-bytes"), task_memory_budget(config.get("task-memory-share")))
+            max_rows = max(256, int(budget // (8 * max(1, min(self.n_components, X.shape[0])))))
+            X_rb = as_row_blocks(X, 0).split_blocks(2 * available_threads(), max_rows=max_rows)
             sw = None
             if sample_weight is not None:
                 if not is_dask_array(sample_weight):
@@ -301,69 +349,30 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
         if classes.dtype.kind == "f" and not np.all(np.mod(classes, 1) == 0):
             raise ValueError("Unknown label type: y looks continuous (non-integer floats); use NystroemSVR for regression")
         self.classes_ = classes
-        n = X_rb.n_rows
         class_cost = self.C * self._class_weights(classes, codes)
-
-        gamma = self._resolve_gamma(X_rb)
-        spec = make_kernel_spec(self.kernel, gamma, self.degree, self.coef0)
-        k = int(self.n_components)
-        if k > n:
-            warnings.warn(
-                f"n_components={k} is larger than the number of rows ({n}); using n_components={n}",
-                UserWarning,
-                stacklevel=2,
-            )
-            k = n
-        t0 = time.perf_counter()
-        lm = select_landmarks(X_rb, k, self.landmarks, self.random_state, self.kmeans_iter)
-        fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol)
-        t_landmarks = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        store = self.feature_store
-        F = feature_blocks(X_rb, fmap, check_finite=not checked, store=store)
-        if store in ("auto", "memory"):
-            codes = codes.persist()
-            sw = sw.persist() if sw is not None else None
-        t_features = time.perf_counter() - t0
+        fmap, lm, gamma, timing = self._feature_map(X_rb)
         r = fmap.n_output
-        hessian = self.hessian
-        if hessian == "auto":
-            hessian = choose_hessian(n, r + 1, X_rb.is_distributed)
-
         problems = [1] if classes.size == 2 else list(range(classes.size))
         coef = np.zeros((len(problems), r))
         intercept = np.zeros(len(problems))
         objectives, n_iters, stats = [], [], []
-        for j, positive in enumerate(problems):
-            op = SquaredHingeOperator(F, codes, positive, class_cost, sw, self.fit_intercept)
-            label = f"[class {classes[positive]!r}] " if len(problems) > 1 else ""
-            res = semismooth_newton(op, r + 1, tol=self.tol, max_iter=self.max_iter, hessian=hessian, label=label)
-            if not res.converged:
-                warnings.warn(
-                    f"{label}Newton solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
-                    f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {self.tol:g}"
-                    + ("; float32 features limit the attainable accuracy, use dtype='float64'" if res.stop_reason == "precision" else "; increase max_iter"),
-                    ConvergenceWarning,
-                    stacklevel=2,
-                )
-            coef[j] = res.x[:-1]
-            intercept[j] = res.x[-1]
-            objectives.append(res.objective)
-            n_iters.append(res.n_iter)
-            stats.append(
-                {
-                    "class": classes[positive].item() if hasattr(classes[positive], "item") else classes[positive],
-                    "method": res.method,
-                    "n_iter": res.n_iter,
-                    "n_passes": res.n_passes,
-                    "seconds": res.seconds,
-                    "converged": res.converged,
-                    "stop_reason": res.stop_reason,
-                    "grad_norm_rel": res.grad_norm / res.grad_norm0,
-                    "history": res.history,
-                }
-            )
+        t0 = time.perf_counter()
+        with FeatureStore(X_rb, fmap, self.feature_store, check_finite=not checked) as store:
+            if X_rb.is_distributed and store.kind == "memory":
+                codes = codes.persist()
+                sw = sw.persist() if sw is not None else None
+            timing["feature_seconds"] = time.perf_counter() - t0
+            hessian = self.hessian if self.hessian != "auto" else choose_hessian(X_rb.n_rows, r + 1, X_rb.is_distributed)
+            for j, positive in enumerate(problems):
+                op = SquaredHingeOperator(store.blocks, codes, positive, class_cost, sw, self.fit_intercept)
+                label = f"[class {classes[positive]!r}] " if len(problems) > 1 else ""
+                res = semismooth_newton(op, r + 1, tol=self.tol, max_iter=self.max_iter, hessian=hessian, label=label)
+                _warn_if_not_converged(res, self.tol, label)
+                coef[j], intercept[j] = res.x[:-1], res.x[-1]
+                objectives.append(res.objective)
+                n_iters.append(res.n_iter)
+                stats.append(_problem_stats(res, classes[positive]))
+            feature_store = store.kind
 
         self.feature_map_ = fmap
         self.gamma_ = gamma
@@ -375,22 +384,41 @@ class NystroemSVC(ClassifierMixin, BaseEstimator):
         self.objective_ = objectives[0] if len(objectives) == 1 else np.asarray(objectives)
         self.n_iter_ = int(max(n_iters))
         self.solver_stats_ = {
-            "landmark_seconds": t_landmarks,
-            "landmark_passes": lm.n_passes,
-            "feature_seconds": t_features,
-            "solve_seconds": float(sum(s["seconds"] for s in stats)),
+            **timing,
+            "solve_seconds": float(sum(st["seconds"] for st in stats)),
             "fit_seconds": time.perf_counter() - t_start,
-            "n_samples": n,
+            "n_samples": X_rb.n_rows,
             "n_components": fmap.n_components,
             "n_features_out": r,
             "hessian": hessian,
+            "feature_store": feature_store,
             "problems": stats,
         }
         logger.info(
             "fit: n=%d k=%d r=%d landmarks %.3fs features %.3fs solve %.3fs",
-            n, fmap.n_components, r, t_landmarks, t_features, self.solver_stats_["solve_seconds"],
+            X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
+            self.solver_stats_["solve_seconds"],
         )
         return self
+
+    def _feature_map(self, X_rb: RowBlocks):
+        """gamma, landmarks and the Nyström map: ``(fmap, landmarks, gamma, timing)``."""
+        gamma = self._resolve_gamma(X_rb)
+        spec = make_kernel_spec(self.kernel, gamma, self.degree, self.coef0)
+        n = X_rb.n_rows
+        k = int(self.n_components)
+        if k > n:
+            warnings.warn(
+                f"n_components={k} is larger than the number of rows ({n}); using n_components={n}",
+                UserWarning,
+                stacklevel=3,
+            )
+            k = n
+        t0 = time.perf_counter()
+        lm = select_landmarks(X_rb, k, self.landmarks, self.random_state, self.kmeans_iter)
+        fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol)
+        timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_passes": lm.n_passes}
+        return fmap, lm, gamma, timing
 
     def _class_weights(self, classes: np.ndarray, codes: RowBlocks) -> np.ndarray:
         if self.class_weight is None:

@@ -16,6 +16,10 @@ Solvers never see Dask; only sums over rows come back (scalars, k-vectors, a
 
 from __future__ import annotations
 
+import logging
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +27,8 @@ import numpy as np
 from ._validation import check_finite_block
 from .blockwise import RowBlocks
 from .losses import sqhinge_hvp, sqhinge_pass
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -120,7 +126,7 @@ class SquaredHingeOperator:
 # The feature stage and block-wise prediction
 # ---------------------------------------------------------------------------
 
-FEATURE_STORES = ("auto", "memory", "recompute")
+FEATURE_STORES = ("auto", "memory", "zarr", "recompute")
 
 
 def _feature_block(X_block, fmap, check_finite, offset=0):
@@ -129,19 +135,111 @@ def _feature_block(X_block, fmap, check_finite, offset=0):
     return fmap.transform_block(X_block)
 
 
-def feature_blocks(X: RowBlocks, fmap, *, check_finite: bool = True, store: str = "memory") -> RowBlocks:
-    """Nyström features ``F = K(X, L) · M`` of every row block.
+def plan_feature_store(
+    requested: str, X: RowBlocks, n_out: int, n_components: int, itemsize: int, sparse_density: float | None = None
+) -> tuple[str, str]:
+    """Where the feature blocks live during a fit: ``(store, reason)``.
 
-    ``store="memory"`` keeps the blocks (persisted in the cluster's memory for
-    Dask input); ``"recompute"`` leaves them lazy, so every pass recomputes
-    them from ``X``.  The feature map enters the graph once.
+    ``memory``
+        persisted in the (cluster's) memory: when ``F`` takes at most
+        ``dsvm.memory-fraction`` of it;
+    ``zarr``
+        written once to a scratch zarr store and streamed every pass;
+    ``recompute``
+        recomputed from ``X`` every pass: chosen over ``zarr`` when the
+        kernel GEMMs (``2 n k (p + r)`` flops spread over all threads) plus
+        reading ``X`` take less time than reading ``F`` back.
     """
-    if store not in FEATURE_STORES:
-        raise ValueError(f"feature_store={store!r} is not supported; choose one of {FEATURE_STORES}")
+    from . import config
+    from .blockwise import cluster_memory
+
+    if requested not in FEATURE_STORES:
+        raise ValueError(f"feature_store={requested!r} is not supported; choose one of {FEATURE_STORES}")
+    if not X.is_distributed:
+        return "memory", "in-memory input"
+    if requested != "auto":
+        return requested, "requested"
+    n = X.n_rows
+    p = X.array.shape[1]
+    f_bytes = float(n) * n_out * itemsize
+    memory, threads = cluster_memory()
+    if f_bytes <= config.get("memory-fraction") * memory:
+        return "memory", f"F = {f_bytes / 2**30:.2f} GiB fits in {memory / 2**30:.2f} GiB of cluster memory"
+    p_eff = p * (sparse_density if sparse_density is not None else 1.0)
+    x_bytes = float(n) * max(p_eff, 1.0) * (12 if sparse_density is not None else itemsize)
+    bandwidth = config.get("disk-bandwidth")
+    read_s = f_bytes / bandwidth
+    recompute_s = 2.0 * n * n_components * (p_eff + n_out) / (config.get("flops-per-thread") * threads) + x_bytes / bandwidth
+    if recompute_s < read_s:
+        return "recompute", f"F = {f_bytes / 2**30:.2f} GiB > memory; recomputing (~{recompute_s:.1f}s/pass) beats reading (~{read_s:.1f}s/pass)"
+    return "zarr", f"F = {f_bytes / 2**30:.2f} GiB > memory; reading from scratch (~{read_s:.1f}s/pass) beats recomputing (~{recompute_s:.1f}s/pass)"
+
+
+class FeatureStore:
+    """The feature blocks ``F = K(X, L) · M`` of one fit, kept as :func:`plan_feature_store` says.
+
+    Use as a context manager: a zarr scratch store is removed on exit, also
+    when the fit fails.
+
+    Attributes
+    ----------
+    blocks : RowBlocks
+        The feature rows, aligned with ``X``.
+    kind : str
+        ``"memory"``, ``"zarr"`` or ``"recompute"``.
+    """
+
+    def __init__(self, X: RowBlocks, fmap, store: str = "auto", check_finite: bool = True, sparse_density=None):
+        self.kind, reason = plan_feature_store(
+            store, X, fmap.n_output, fmap.n_components, np.dtype(fmap.dtype).itemsize, sparse_density
+        )
+        logger.info("feature store: %s (%s)", self.kind, reason)
+        self.scratch: str | None = None
+        lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=(fmap, check_finite), with_offset=True)
+        if self.kind == "memory":
+            self.blocks = lazy.persist()
+        elif self.kind == "zarr":
+            self.scratch = _scratch_directory()
+            try:
+                self.blocks = lazy.spill_to_zarr(self.scratch)
+            except BaseException:
+                self.close()
+                raise
+        else:
+            self.blocks = lazy
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            logger.info("feature store: removed scratch %s", self.scratch)
+            self.scratch = None
+
+    def __enter__(self) -> "FeatureStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _scratch_directory() -> str:
+    import dask.config
+
+    from . import config
+
+    base = config.get("scratch-directory") or dask.config.get("temporary-directory", None) or tempfile.gettempdir()
+    os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix="dsvm-features-", suffix=".zarr", dir=base)
+
+
+def feature_blocks(X: RowBlocks, fmap, *, check_finite: bool = True, store: str = "memory") -> RowBlocks:
+    """Feature blocks kept in memory (``store="memory"``) or recomputed each pass.
+
+    For the spilling policy use :class:`FeatureStore`.
+    """
+    if store not in ("memory", "recompute"):
+        raise ValueError("feature_blocks() keeps features in memory or recomputes them; use FeatureStore for zarr")
     F = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=(fmap, check_finite), with_offset=True)
-    if store in ("memory", "auto"):
-        F = F.persist()
-    return F
+    return F.persist() if store == "memory" else F
 
 
 def _decision_block(X_block, fmap, coef, intercept, check_finite, offset=0):

@@ -1,0 +1,49 @@
+"""Configuration defaults under the ``dsvm`` namespace of ``dask.config``.
+
+Every key can be set in a Dask YAML config file, with ``dask.config.set``,
+or with an environment variable, e.g.::
+
+    DASK_DSVM__SCRATCH_DIRECTORY=/local/scratch dsvm train ...
+    DASK_DSVM__MEMORY_FRACTION=0.3
+
+Keys
+----
+scratch-directory
+    Where spilled feature blocks go (``feature_store="zarr"``); default: Dask's
+    ``temporary-directory`` or the system temporary directory.  On a cluster it
+    must be visible to all workers.
+memory-fraction
+    Share of the cluster's memory that persisted feature blocks may take
+    before ``feature_store="auto"`` streams them from disk instead.
+block-bytes
+    Upper bound of one feature block (rows x components x itemsize).
+task-memory-share
+    A block may use at most worker memory / (threads x this number), as a
+    task holds several block-sized temporaries.
+disk-bandwidth, flops-per-thread
+    Rough machine constants of the feature-store cost model (bytes/s, flop/s).
+
+Values are read on the client when a fit starts, never inside worker tasks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.config
+
+DEFAULTS: dict[str, Any] = {
+    "scratch-directory": None,
+    "memory-fraction": 0.4,
+    "block-bytes": 128 * 2**20,
+    "task-memory-share": 16,
+    "disk-bandwidth": 1.0e9,
+    "flops-per-thread": 2.5e10,
+}
+
+dask.config.update_defaults({"dsvm": DEFAULTS})
+
+
+def get(key: str) -> Any:
+    """``dask.config.get("dsvm.<key>")`` with the package default as fallback."""
+    return dask.config.get(f"dsvm.{key}", DEFAULTS[key])
