@@ -6,11 +6,13 @@ from .kernels import KernelSpec, kernel_matrix
 from .model_io import load_model, save_model
 from .nystroem import FeatureMap, fit_feature_map
 from .pegasos import PegasosSVC
+from .svr import NystroemSVR
 
 __version__ = "0.1.0"
 
 __all__ = [
     "NystroemSVC",
+    "NystroemSVR",
     "PegasosSVC",
     "KernelSpec",
     "kernel_matrix",

@@ -1,18 +1,25 @@
-"""Per-block pieces of the L2-loss (squared hinge) SVM objective — pure numpy.
+"""Per-block pieces of the L2-loss SVM objectives — pure numpy.
 
-The primal problem over ``x = (w, b)``::
+Both problems have the form, over ``x = (w, b)``::
 
-    Φ(x) = ½‖w‖² + Σ_i c_i max(0, 1 − y_i (f_iᵀ w + b))²
+    Φ(x) = ½‖w‖² + Σ_i c_i ρ_i(f_iᵀ w + b)²
 
-with per-row costs ``c_i = C · class_weight[y_i] · sample_weight_i``.  Every
-function below sees one block of feature rows ``F`` (float32 or float64) and
-returns quantities that are *sums over rows*, so the results of all blocks are
+with a piecewise-linear residual ρ_i(m) ≥ 0:
+
+* classification (squared hinge):            ρ_i(m) = max(0, 1 − y_i m)
+* regression (squared ε-insensitive, SVR):   ρ_i(m) = max(0, |m − y_i| − ε)
+
+and per-row costs ``c_i = C · class_weight[y_i] · sample_weight_i``.  The rows
+with ρ_i > 0 form the active set A; the generalized Hessian of the loss is
+``2 [F 1]_Aᵀ diag(c) [F 1]_A`` for both.
+
+Every function below sees one block of feature rows ``F`` (float32 or
+float64) and returns *sums over rows*, so the results of all blocks are
 simply added (see :func:`dsvm.blockwise.tree_sum`).  Vectors ``x`` are float64
-with the bias last; ``A = {i : y_i (f_iᵀ w + b) < 1}`` is the active set.
-
-Products ``Fᵀ v`` are taken over slabs of :data:`SLAB_ROWS` rows whose float32
-partial sums are accumulated in float64, so that the gradient keeps about
-float64-slab accuracy without ever copying ``F`` to float64.
+with the bias last.  Products ``Fᵀ v`` are taken over slabs of
+:data:`SLAB_ROWS` rows whose float32 partial sums are accumulated in float64,
+so that the gradient keeps about float64-slab accuracy without ever copying
+``F`` to float64.
 """
 
 from __future__ import annotations
@@ -66,10 +73,81 @@ def _augmented_gram(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarra
     return G
 
 
-def _grad_loss(F: np.ndarray, y: np.ndarray, c: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Gradient of Σ c r² with r = max(0, 1 − y m): −2 [Fᵀ(c y r); Σ c y r]."""
-    s = c * y * r
-    return -2.0 * np.concatenate([tdot(F, s), [np.sum(s)]])
+def _augmented_tdot(F: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """``[F 1]ᵀ s``."""
+    return np.concatenate([tdot(F, s), [np.sum(s)]])
+
+
+# --------------------------------------------------------------------------
+# The two residual models: (residual, d residual²/dm factor, active) of margins
+
+
+def _hinge_residual(m: np.ndarray, y: np.ndarray):
+    """ρ = max(0, 1 − y m); dρ²/dm = −2 y ρ."""
+    rho = np.maximum(0.0, 1.0 - y * m)
+    return rho, -2.0 * y * rho
+
+
+def _hinge_residual_grid(m0, dm, t, y):
+    return np.maximum(0.0, 1.0 - y[:, None] * (m0[:, None] + dm[:, None] * t[None, :]))
+
+
+def _eps_residual(m: np.ndarray, y: np.ndarray, eps: float):
+    """ρ = max(0, |m − y| − ε); dρ²/dm = 2 sign(m − y) ρ."""
+    e = m - y
+    rho = np.maximum(0.0, np.abs(e) - eps)
+    return rho, 2.0 * np.sign(e) * rho
+
+
+def _eps_residual_grid(m0, dm, t, y, eps):
+    return np.maximum(0.0, np.abs(m0[:, None] + dm[:, None] * t[None, :] - y[:, None]) - eps)
+
+
+def _fused_pass(F, c, params, residual, residual_grid):
+    """Shared body of the fused Newton pass (see :func:`sqhinge_pass`)."""
+    x0, x1 = params["x0"], params["x1"]
+    t_grid = np.asarray(params.get("t_grid", ()), dtype=np.float64)
+    hessian = params.get("hessian", "none")
+    m1 = margins(F, x1)
+    rho1, slope1 = residual(m1)
+    active = rho1 > 0.0
+    out = {
+        "loss": float(np.dot(c, rho1 * rho1)),
+        "grad": _augmented_tdot(F, c * slope1),
+        "n_active": int(active.sum()),
+        "n_changed": 0,
+        "loss_grid": np.zeros(t_grid.size),
+        "hess": None,
+    }
+    if t_grid.size or hessian == "delta":
+        m0 = margins(F, x0)
+    if t_grid.size:
+        R = residual_grid(m0, m1 - m0, t_grid)
+        out["loss_grid"] = c @ (R * R)
+    if hessian == "full":
+        out["hess"] = _augmented_gram(F, active, c)
+    elif hessian == "delta":
+        before = residual(m0)[0] > 0.0
+        plus = active & ~before
+        minus = before & ~active
+        out["n_changed"] = int(plus.sum() + minus.sum())
+        out["hess"] = _augmented_gram(F, plus, c) - _augmented_gram(F, minus, c)
+    return out
+
+
+def _active_hvp(F, c, active, V):
+    weights = np.where(active, c, 0.0)
+    V2 = V[:, None] if V.ndim == 1 else V
+    out = np.empty(V2.shape, dtype=np.float64)
+    for j in range(V2.shape[1]):
+        u = margins(F, V2[:, j]) * weights
+        out[:-1, j] = tdot(F, u)
+        out[-1, j] = np.sum(u)
+    return out[:, 0] if V.ndim == 1 else out
+
+
+# --------------------------------------------------------------------------
+# Classification: squared hinge, one-vs-rest over integer class codes
 
 
 def sqhinge_pass(F, codes, sample_weight, params):
@@ -90,41 +168,14 @@ def sqhinge_pass(F, codes, sample_weight, params):
         the one-vs-rest positive class code and the per-class costs.
 
     Returns a dict of additive quantities, all evaluated at ``x1`` except
-    ``loss_grid``.
+    ``loss_grid``: ``loss``, ``grad`` (of the loss), ``n_active``,
+    ``n_changed``, ``loss_grid`` and ``hess`` (without the factor 2).
     """
-    x0, x1 = params["x0"], params["x1"]
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])
-    z1 = y * margins(F, x1)
-    t_grid = np.asarray(params.get("t_grid", ()), dtype=np.float64)
-    hessian = params.get("hessian", "none")
-    need_z0 = t_grid.size > 0 or hessian == "delta"
-    z0 = y * margins(F, x0) if need_z0 else None
-
-    active = z1 < 1.0
-    r1 = np.where(active, 1.0 - z1, 0.0)
-    out = {
-        "loss": float(np.dot(c, r1 * r1)),
-        "grad": _grad_loss(F, y, c, r1),
-        "n_active": int(active.sum()),
-        "n_changed": 0,
-        "loss_grid": np.zeros(t_grid.size),
-        "hess": None,
-    }
-    if t_grid.size:
-        dz = z1 - z0
-        R = 1.0 - z0[:, None] - dz[:, None] * t_grid[None, :]
-        np.maximum(R, 0.0, out=R)
-        out["loss_grid"] = c @ (R * R)
-    if hessian == "full":
-        out["hess"] = _augmented_gram(F, active, c)
-    elif hessian == "delta":
-        before = z0 < 1.0
-        plus = active & ~before
-        minus = before & ~active
-        out["n_changed"] = int(plus.sum() + minus.sum())
-        out["hess"] = _augmented_gram(F, plus, c) - _augmented_gram(F, minus, c)
-    return out
+    return _fused_pass(
+        F, c, params, lambda m: _hinge_residual(m, y), lambda m0, dm, t: _hinge_residual_grid(m0, dm, t, y)
+    )
 
 
 def sqhinge_hvp(F, codes, sample_weight, params):
@@ -132,22 +183,52 @@ def sqhinge_hvp(F, codes, sample_weight, params):
 
     ``params["V"]`` has shape (r+1,) or (r+1, m) (several vectors at once).
     """
-    x, V = params["x"], params["V"]
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])
-    active = (y * margins(F, x)) < 1.0
-    weights = np.where(active, c, 0.0)
-    V2 = V[:, None] if V.ndim == 1 else V
-    out = np.empty_like(V2, dtype=np.float64)
-    for j in range(V2.shape[1]):
-        u = margins(F, V2[:, j]) * weights
-        out[:-1, j] = tdot(F, u)
-        out[-1, j] = np.sum(u)
-    return out[:, 0] if V.ndim == 1 else out
+    active = _hinge_residual(margins(F, params["x"]), y)[0] > 0.0
+    return _active_hvp(F, c, active, params["V"])
+
+
+# --------------------------------------------------------------------------
+# Regression: squared epsilon-insensitive loss
+
+
+def _svr_costs(y, sample_weight, params):
+    c = np.full(y.shape[0], params["C"], dtype=np.float64)
+    return c * sample_weight if sample_weight is not None else c
+
+
+def sqeps_pass(F, y, sample_weight, params):
+    """The fused pass of :func:`sqhinge_pass` for the SVR loss (``params["C"]``, ``params["epsilon"]``)."""
+    y = np.asarray(y, dtype=np.float64)
+    eps = float(params["epsilon"])
+    c = _svr_costs(y, sample_weight, params)
+    return _fused_pass(
+        F, c, params, lambda m: _eps_residual(m, y, eps), lambda m0, dm, t: _eps_residual_grid(m0, dm, t, y, eps)
+    )
+
+
+def sqeps_hvp(F, y, sample_weight, params):
+    """Generalized Hessian-vector product of the SVR loss (without the factor 2)."""
+    y = np.asarray(y, dtype=np.float64)
+    c = _svr_costs(y, sample_weight, params)
+    active = _eps_residual(margins(F, params["x"]), y, float(params["epsilon"]))[0] > 0.0
+    return _active_hvp(F, c, active, params["V"])
+
+
+# --------------------------------------------------------------------------
+# Dense references (tests, reports)
 
 
 def sqhinge_objective_dense(F: np.ndarray, y: np.ndarray, c: np.ndarray, w: np.ndarray, b: float) -> float:
-    """Reference primal objective in float64 (dense, for tests and reports)."""
+    """Primal squared-hinge objective in float64 (dense; y in ±1)."""
     m = np.asarray(F, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + b
     r = np.maximum(0.0, 1.0 - y * m)
+    return 0.5 * float(np.dot(w, w)) + float(np.dot(c, r * r))
+
+
+def sqeps_objective_dense(F: np.ndarray, y: np.ndarray, c: np.ndarray, w: np.ndarray, b: float, epsilon: float) -> float:
+    """Primal squared ε-insensitive objective in float64 (dense)."""
+    m = np.asarray(F, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + b
+    r = np.maximum(0.0, np.abs(m - y) - epsilon)
     return 0.5 * float(np.dot(w, w)) + float(np.dot(c, r * r))

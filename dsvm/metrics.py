@@ -9,7 +9,7 @@ import numpy as np
 
 from ._validation import check_n_rows
 from .blockwise import aligned_vector
-from .estimator import unpack_dataset
+from ._base import unpack_dataset
 
 
 def _codes_of(y_block, classes):

@@ -26,7 +26,7 @@ import numpy as np
 
 from ._validation import check_finite_block
 from .blockwise import RowBlocks
-from .losses import sqhinge_hvp, sqhinge_pass
+from .losses import sqeps_hvp, sqeps_pass, sqhinge_hvp, sqhinge_pass
 
 logger = logging.getLogger(__name__)
 
@@ -43,55 +43,34 @@ class PassResult:
     hess: np.ndarray | None
 
 
-class SquaredHingeOperator:
-    """One binary squared-hinge problem on row-blocked features.
+class LossOperator:
+    """One L2-loss problem on row-blocked features (base of the concrete operators).
 
-    Parameters
-    ----------
-    features : RowBlocks
-        Feature rows ``F`` (n x r).
-    codes : RowBlocks
-        Integer class code of every row, aligned with ``features``.
-    positive : int
-        Code of the positive class (rows with another code are −1).
-    class_cost : ndarray
-        Cost ``C * class_weight`` per class code.
-    sample_weight : RowBlocks or None
-        Optional per-row weights, aligned with ``features``.
-    fit_intercept : bool
-        If False the bias coordinate is held at zero.
+    Subclasses set ``_pass_fn`` / ``_hvp_fn`` (block functions of
+    :mod:`dsvm.losses`), the aligned row arrays they read and the parameters
+    they share.
     """
 
-    def __init__(
-        self,
-        features: RowBlocks,
-        codes: RowBlocks,
-        positive: int,
-        class_cost: np.ndarray,
-        sample_weight: RowBlocks | None = None,
-        fit_intercept: bool = True,
-    ):
-        self.features = features
-        self.codes = codes
-        self.positive = int(positive)
-        self.class_cost = np.asarray(class_cost, dtype=np.float64)
-        self.sample_weight = sample_weight
-        self.fit_intercept = bool(fit_intercept)
-        self.n_features = None  # set lazily from the first result
-        self.n_passes = 0
+    _pass_fn = None
+    _hvp_fn = None
 
-    def _params(self, **kw) -> dict:
-        return {"positive": self.positive, "class_cost": self.class_cost, **kw}
+    def __init__(self, features: RowBlocks, aligned: tuple, fixed_params: dict, fit_intercept: bool = True):
+        self.features = features
+        self.aligned = aligned
+        self.fixed_params = fixed_params
+        self.fit_intercept = bool(fit_intercept)
+        self.n_passes = 0
 
     def evaluate(self, x0: np.ndarray, x1: np.ndarray, t_grid=(), hessian: str = "none") -> PassResult:
         """Loss, gradient and Hessian data at ``x1``; loss along ``x0 → x1`` at ``t_grid``."""
-        params = self._params(
-            x0=np.asarray(x0, dtype=np.float64),
-            x1=np.asarray(x1, dtype=np.float64),
-            t_grid=np.asarray(t_grid, dtype=np.float64),
-            hessian=hessian,
-        )
-        out = self.features.map_reduce(sqhinge_pass, aligned=(self.codes, self.sample_weight), shared=(params,))
+        params = {
+            **self.fixed_params,
+            "x0": np.asarray(x0, dtype=np.float64),
+            "x1": np.asarray(x1, dtype=np.float64),
+            "t_grid": np.asarray(t_grid, dtype=np.float64),
+            "hessian": hessian,
+        }
+        out = self.features.map_reduce(type(self)._pass_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
         grad = out["grad"]
         hess = out["hess"]
@@ -114,12 +93,65 @@ class SquaredHingeOperator:
 
     def hess_vec(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``2 [F 1]_Aᵀ C [F 1]_A v`` (the loss part of the generalized Hessian)."""
-        params = self._params(x=np.asarray(x, dtype=np.float64), V=np.asarray(v, dtype=np.float64))
-        out = 2.0 * self.features.map_reduce(sqhinge_hvp, aligned=(self.codes, self.sample_weight), shared=(params,))
+        params = {**self.fixed_params, "x": np.asarray(x, dtype=np.float64), "V": np.asarray(v, dtype=np.float64)}
+        out = 2.0 * self.features.map_reduce(type(self)._hvp_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
         if not self.fit_intercept:
             out[-1] = 0.0
         return out
+
+
+class SquaredHingeOperator(LossOperator):
+    """One binary (one-vs-rest) squared-hinge problem on row-blocked features.
+
+    Parameters
+    ----------
+    features : RowBlocks
+        Feature rows ``F`` (n x r).
+    codes : RowBlocks
+        Integer class code of every row, aligned with ``features``.
+    positive : int
+        Code of the positive class (rows with another code are −1).
+    class_cost : ndarray
+        Cost ``C * class_weight`` per class code.
+    sample_weight : RowBlocks or None
+        Optional per-row weights, aligned with ``features``.
+    fit_intercept : bool
+        If False the bias coordinate is held at zero.
+    """
+
+    _pass_fn = staticmethod(sqhinge_pass)
+    _hvp_fn = staticmethod(sqhinge_hvp)
+
+    def __init__(self, features, codes, positive, class_cost, sample_weight=None, fit_intercept=True):
+        super().__init__(
+            features,
+            (codes, sample_weight),
+            {"positive": int(positive), "class_cost": np.asarray(class_cost, dtype=np.float64)},
+            fit_intercept,
+        )
+
+
+class SquaredEpsilonOperator(LossOperator):
+    """The squared ε-insensitive (L2-loss SVR) problem on row-blocked features.
+
+    Parameters
+    ----------
+    features : RowBlocks
+    targets : RowBlocks
+        Float targets aligned with ``features``.
+    C, epsilon : float
+    sample_weight : RowBlocks or None
+    fit_intercept : bool
+    """
+
+    _pass_fn = staticmethod(sqeps_pass)
+    _hvp_fn = staticmethod(sqeps_hvp)
+
+    def __init__(self, features, targets, C, epsilon, sample_weight=None, fit_intercept=True):
+        super().__init__(
+            features, (targets, sample_weight), {"C": float(C), "epsilon": float(epsilon)}, fit_intercept
+        )
 
 
 # ---------------------------------------------------------------------------

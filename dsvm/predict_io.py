@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .estimator import unpack_dataset
+from ._base import unpack_dataset
 from .operator import decision_blocks
 
 OUTPUT_SUFFIXES = (".zarr", ".npy", ".csv")

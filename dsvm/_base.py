@@ -1,0 +1,296 @@
+"""What every Nyström estimator shares: parameters, input checks, the feature
+stage, the loop over (binary) problems, block-wise prediction.
+
+Fitting runs the pipeline of the package in one direction::
+
+    input (numpy / scipy.sparse / dask) → RowBlocks → landmarks → Nyström map
+        → feature blocks F (FeatureStore) → operator (one problem each) → solver
+
+and leaves only plain numpy arrays on the estimator, so a fitted model
+pickles, saves and predicts without a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import config
+from ._validation import check_dask_X, check_n_rows, check_positive, check_positive_int
+from .blockwise import (
+    RowBlocks,
+    aligned_vector,
+    as_row_blocks,
+    available_threads,
+    is_dask_array,
+    lazy_result,
+    task_memory_budget,
+)
+from .kernels import KERNELS, make_kernel_spec
+from .landmarks import LANDMARK_METHODS, select_landmarks
+from .nystroem import fit_feature_map
+from .operator import FEATURE_STORES, FeatureStore, decision_blocks
+from .solvers import choose_hessian, semismooth_newton
+
+logger = logging.getLogger(__name__)
+
+SOLVERS = ("newton",)
+HESSIANS = ("auto", "gram", "cg")
+BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
+
+
+def unpack_dataset(X, y=None):
+    """Accept a :class:`dsvm.io.Dataset` (anything with ``.X`` and ``.y``) in place of ``X, y``."""
+    if hasattr(X, "X") and hasattr(X, "y") and not hasattr(X, "shape"):
+        if y is not None:
+            raise ValueError("pass either a Dataset or X and y, not both")
+        return X.X, X.y
+    return X, y
+
+
+def _moments_block(X_block):
+    if sp.issparse(X_block):
+        data = X_block.data.astype(np.float64)
+        return np.array([data.sum(), (data * data).sum(), float(np.prod(X_block.shape))])
+    Xd = np.asarray(X_block, dtype=np.float64)
+    return np.array([Xd.sum(), (Xd * Xd).sum(), float(Xd.size)])
+
+
+def warn_if_not_converged(res, tol: float, label: str = "") -> None:
+    """A ``ConvergenceWarning`` saying why a solver stopped early and what to do."""
+    if res.converged:
+        return
+    hint = (
+        "; float32 features limit the attainable accuracy, use dtype='float64'"
+        if res.stop_reason == "precision"
+        else "; increase max_iter"
+    )
+    warnings.warn(
+        f"{label}Newton solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
+        f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {tol:g}{hint}",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+
+
+def problem_stats(res, label) -> dict:
+    return {
+        "class": label.item() if hasattr(label, "item") else label,
+        "method": res.method,
+        "n_iter": res.n_iter,
+        "n_passes": res.n_passes,
+        "seconds": res.seconds,
+        "converged": res.converged,
+        "stop_reason": res.stop_reason,
+        "grad_norm_rel": res.grad_norm / res.grad_norm0,
+        "history": res.history,
+    }
+
+
+class NystroemBase(BaseEstimator):
+    """Shared machinery of :class:`~dsvm.NystroemSVC` and :class:`~dsvm.NystroemSVR`.
+
+    Subclasses define ``__init__`` (their parameters), ``fit`` and the
+    prediction methods; they call :meth:`_prepare_fit_input` and
+    :meth:`_fit_problems`.
+    """
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self) -> None:
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel={self.kernel!r} is not supported; choose one of {KERNELS}")
+        check_positive("C", self.C)
+        check_positive_int("n_components", self.n_components)
+        if self.landmarks not in LANDMARK_METHODS:
+            raise ValueError(f"landmarks={self.landmarks!r} is not supported; choose one of {LANDMARK_METHODS}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver={self.solver!r} is not supported; choose one of {SOLVERS}")
+        if self.hessian not in HESSIANS:
+            raise ValueError(f"hessian={self.hessian!r} is not supported; choose one of {HESSIANS}")
+        check_positive("tol", self.tol)
+        check_positive_int("max_iter", self.max_iter)
+        if np.dtype(self.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {self.dtype!r}")
+        if self.eig_rtol is not None:
+            check_positive("eig_rtol", self.eig_rtol)
+        check_positive_int("kmeans_iter", self.kmeans_iter)
+        if self.feature_store not in FEATURE_STORES:
+            raise ValueError(f"feature_store={self.feature_store!r} is not supported; choose one of {FEATURE_STORES}")
+        if self.block_rows is not None:
+            check_positive_int("block_rows", self.block_rows)
+        if not (isinstance(self.gamma, str) and self.gamma in ("scale", "auto")):
+            check_positive("gamma", self.gamma)
+
+    def _block_rows(self, n_out: int) -> int:
+        if self.block_rows is not None:
+            return int(self.block_rows)
+        itemsize = np.dtype(self.dtype).itemsize
+        return max(1024, BLOCK_BYTES // (itemsize * max(1, n_out)))
+
+    def _prepare_fit_input(
+        self, X, y, sample_weight, check_y: Callable[[np.ndarray], np.ndarray]
+    ) -> tuple[RowBlocks, object, RowBlocks | None, bool]:
+        """``(X as RowBlocks, y, aligned sample weights or None, X checked already?)``.
+
+        ``check_y`` validates an in-memory ``y`` (labels or targets).
+        """
+        X, y = unpack_dataset(X, y)
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None "
+                "(or pass a Dataset holding labels)"
+            )
+        if is_dask_array(X):
+            check_dask_X(X)
+            if not is_dask_array(y):
+                y = np.asarray(y)
+                if y.ndim == 2 and y.shape[1] == 1:
+                    y = y.ravel()
+                y = check_y(y)
+            check_n_rows(X.shape[0], y)
+            self.n_features_in_ = int(X.shape[1])
+            # Blocks small enough for one task's share of a worker's memory (a
+            # block of kernel values is rows x k float64), and enough of them to
+            # keep every thread busy.
+            budget = min(config.get("block-bytes"), task_memory_budget(config.get("task-memory-share")))
+            max_rows = max(256, int(budget // (8 * max(1, min(self.n_components, X.shape[0])))))
+            X_rb = as_row_blocks(X, 0).split_blocks(2 * available_threads(), max_rows=max_rows)
+            sw = None
+            if sample_weight is not None:
+                if not is_dask_array(sample_weight):
+                    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+                check_n_rows(X.shape[0], sample_weight, "sample_weight")
+                sw = aligned_vector(sample_weight, X_rb)
+            return X_rb, y, sw, False
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
+        y = check_y(y)
+        X_rb = as_row_blocks(X, self._block_rows(min(self.n_components, X.shape[0])))
+        sw = None
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+            sw = aligned_vector(sample_weight, X_rb)
+        return X_rb, y, sw, True
+
+    def _resolve_gamma(self, X_rb: RowBlocks) -> float:
+        if self.gamma == "auto":
+            return 1.0 / self.n_features_in_
+        if self.gamma == "scale":
+            s, ss, count = X_rb.map_reduce(_moments_block)
+            var = ss / count - (s / count) ** 2
+            return 1.0 / (self.n_features_in_ * var) if var > 0 else 1.0
+        return float(self.gamma)
+
+    # ------------------------------------------------------------------ fit
+    def _feature_map(self, X_rb: RowBlocks):
+        """gamma, landmarks and the Nyström map: ``(fmap, landmarks, gamma, timing)``."""
+        gamma = self._resolve_gamma(X_rb)
+        spec = make_kernel_spec(self.kernel, gamma, self.degree, self.coef0)
+        n = X_rb.n_rows
+        k = int(self.n_components)
+        if k > n:
+            warnings.warn(
+                f"n_components={k} is larger than the number of rows ({n}); using n_components={n}",
+                UserWarning,
+                stacklevel=4,
+            )
+            k = n
+        t0 = time.perf_counter()
+        lm = select_landmarks(X_rb, k, self.landmarks, self.random_state, self.kmeans_iter)
+        fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol)
+        timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_passes": lm.n_passes}
+        return fmap, lm, gamma, timing
+
+    def _fit_problems(
+        self,
+        X_rb: RowBlocks,
+        checked: bool,
+        aligned: Sequence[RowBlocks | None],
+        labels: Sequence,
+        make_operator: Callable,
+        t_start: float,
+    ) -> None:
+        """The feature stage, then one Newton solve per problem; sets the fitted attributes.
+
+        ``make_operator(feature_blocks, aligned, j)`` returns the operator of
+        problem ``j``; ``labels[j]`` names it in logs and ``solver_stats_``.
+        """
+        fmap, lm, gamma, timing = self._feature_map(X_rb)
+        r = fmap.n_output
+        coef = np.zeros((len(labels), r))
+        intercept = np.zeros(len(labels))
+        objectives, n_iters, stats = [], [], []
+        t0 = time.perf_counter()
+        with FeatureStore(X_rb, fmap, self.feature_store, check_finite=not checked) as store:
+            if X_rb.is_distributed and store.kind == "memory":
+                aligned = [a.persist() if a is not None else None for a in aligned]
+            timing["feature_seconds"] = time.perf_counter() - t0
+            hessian = self.hessian if self.hessian != "auto" else choose_hessian(X_rb.n_rows, r + 1, X_rb.is_distributed)
+            for j, label in enumerate(labels):
+                op = make_operator(store.blocks, aligned, j)
+                prefix = f"[class {label!r}] " if len(labels) > 1 else ""
+                res = semismooth_newton(op, r + 1, tol=self.tol, max_iter=self.max_iter, hessian=hessian, label=prefix)
+                warn_if_not_converged(res, self.tol, prefix)
+                coef[j], intercept[j] = res.x[:-1], res.x[-1]
+                objectives.append(res.objective)
+                n_iters.append(res.n_iter)
+                stats.append(problem_stats(res, label))
+            kind = store.kind
+
+        self.feature_map_ = fmap
+        self.gamma_ = gamma
+        self.components_ = fmap.components
+        self.component_indices_ = lm.indices
+        self.normalization_ = fmap.normalization
+        self.coef_ = coef
+        self.intercept_ = intercept
+        self.objective_ = objectives[0] if len(objectives) == 1 else np.asarray(objectives)
+        self.n_iter_ = int(max(n_iters))
+        self.solver_stats_ = {
+            **timing,
+            "solve_seconds": float(sum(st["seconds"] for st in stats)),
+            "fit_seconds": time.perf_counter() - t_start,
+            "n_samples": X_rb.n_rows,
+            "n_components": fmap.n_components,
+            "n_features_out": r,
+            "hessian": hessian,
+            "feature_store": kind,
+            "problems": stats,
+        }
+        logger.info(
+            "fit: n=%d k=%d r=%d landmarks %.3fs features %.3fs solve %.3fs",
+            X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
+            self.solver_stats_["solve_seconds"],
+        )
+
+    # ------------------------------------------------------------------ predict
+    def _validate_predict_input(self, X) -> tuple[RowBlocks, bool]:
+        check_is_fitted(self)
+        X, _ = unpack_dataset(X)
+        if is_dask_array(X):
+            check_dask_X(X)
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{self.n_features_in_} features as input"
+                )
+            return as_row_blocks(X, 0), False
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
+        return as_row_blocks(X, self._block_rows(self.coef_.shape[1])), True
+
+    def _decision(self, X):
+        """``F(X) coefᵀ + intercept``, shape (n, n_problems); dask for dask input."""
+        X_rb, checked = self._validate_predict_input(X)
+        return lazy_result(decision_blocks(X_rb, self.feature_map_, self.coef_, self.intercept_, not checked))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,144 @@
+"""L2-loss support vector regression on Nyström features: :class:`NystroemSVR`."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.base import RegressorMixin
+
+from ._base import NystroemBase, unpack_dataset
+from ._validation import check_n_rows, check_positive
+from .blockwise import aligned_vector, is_dask_array
+from .operator import SquaredEpsilonOperator
+
+
+def _check_targets(y: np.ndarray) -> np.ndarray:
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity")
+    return y
+
+
+def _finite_targets_block(y_block):
+    return np.array([float(np.sum(~np.isfinite(np.asarray(y_block, dtype=np.float64))))])
+
+
+def _as_float_block(y_block):
+    return np.asarray(y_block, dtype=np.float64)
+
+
+def _r2_block(X_block, y_block, fmap, coef, intercept):
+    pred = (fmap.transform_block(X_block) @ coef.T.astype(fmap.dtype))[:, 0].astype(np.float64) + intercept[0]
+    y = np.asarray(y_block, dtype=np.float64)
+    return np.array([float(np.sum((y - pred) ** 2)), float(y.sum()), float((y * y).sum()), float(y.size)])
+
+
+class NystroemSVR(RegressorMixin, NystroemBase):
+    """Kernel support vector regression by LA-SN (Nyström features + semismooth Newton).
+
+    Solves the ε-insensitive L2-loss SVR primal on the Nyström features::
+
+        min_{w, b}  ½‖w‖² + C Σ_i s_i max(0, |f_iᵀ w + b − y_i| − ε)²
+
+    (bias not regularised) by the same semismooth Newton method as
+    :class:`~dsvm.NystroemSVC`: the generalized Hessian is
+    ``I + 2C [F 1]_Aᵀ [F 1]_A`` on the rows outside the ε-tube.
+
+    Parameters
+    ----------
+    epsilon : float, default=0.0
+        Half-width of the insensitive tube (scikit-learn's ``LinearSVR`` default).
+    kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian,
+    tol, max_iter, fit_intercept, dtype, eig_rtol, kmeans_iter, feature_store,
+    block_rows, random_state
+        As in :class:`~dsvm.NystroemSVC`.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, r)
+    intercept_ : ndarray of shape (1,)
+    components_, component_indices_, normalization_, n_iter_, objective_,
+    n_features_in_, solver_stats_
+        As in :class:`~dsvm.NystroemSVC`.
+    """
+
+    def __init__(
+        self,
+        kernel="rbf",
+        gamma="scale",
+        degree=3,
+        coef0=0.0,
+        C=1.0,
+        epsilon=0.0,
+        n_components=500,
+        landmarks="uniform",
+        solver="newton",
+        hessian="auto",
+        tol=1e-4,
+        max_iter=100,
+        fit_intercept=True,
+        dtype="float32",
+        eig_rtol=None,
+        kmeans_iter=3,
+        feature_store="auto",
+        block_rows=None,
+        random_state=None,
+    ):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.C = C
+        self.epsilon = epsilon
+        self.n_components = n_components
+        self.landmarks = landmarks
+        self.solver = solver
+        self.hessian = hessian
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.dtype = dtype
+        self.eig_rtol = eig_rtol
+        self.kmeans_iter = kmeans_iter
+        self.feature_store = feature_store
+        self.block_rows = block_rows
+        self.random_state = random_state
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the regression model (numpy, sparse, dask or Dataset input); returns ``self``."""
+        self._check_params()
+        check_positive("epsilon", self.epsilon, allow_zero=True)
+        t_start = time.perf_counter()
+        X_rb, y, sw, checked = self._prepare_fit_input(X, y, sample_weight, _check_targets)
+        targets = aligned_vector(y, X_rb)
+        if is_dask_array(y):
+            targets = targets.map_blocks(_as_float_block, None, np.float64)
+            if targets.map_reduce(_finite_targets_block)[0] > 0:
+                raise ValueError("y contains NaN or infinity")
+
+        def make_operator(F, aligned, j):
+            return SquaredEpsilonOperator(F, aligned[0], self.C, self.epsilon, aligned[1], self.fit_intercept)
+
+        self._fit_problems(X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
+        return self
+
+    def predict(self, X):
+        """Predicted targets, shape (n_samples,); a dask array for dask input."""
+        return self._decision(X)[:, 0]
+
+    def score(self, X, y=None, sample_weight=None):
+        """Coefficient of determination R²; for dask input computed in one pass."""
+        if y is None:
+            X, y = unpack_dataset(X)
+        if is_dask_array(X) and sample_weight is None:
+            X_rb, _ = self._validate_predict_input(X)
+            check_n_rows(X.shape[0], y)
+            sse, s, ss, n = X_rb.map_reduce(
+                _r2_block, aligned=(aligned_vector(y, X_rb),), shared=(self.feature_map_, self.coef_, self.intercept_)
+            )
+            sst = ss - s * s / n
+            return 1.0 - sse / sst if sst > 0 else 0.0
+        return super().score(X, y, sample_weight=sample_weight)
