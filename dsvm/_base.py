@@ -39,10 +39,19 @@ from .landmarks import LANDMARK_METHODS, select_landmarks
 from .nystroem import fit_feature_map
 from .operator import FEATURE_STORES, FeatureStore, decision_blocks
 from .solvers import choose_hessian, semismooth_newton
+from .solvers.dcd import dual_coordinate_descent
+from .solvers.pegasos import pegasos
+from .solvers.tron import trust_region_newton
 
 logger = logging.getLogger(__name__)
 
-SOLVERS = ("newton",)
+SOLVERS = ("newton", "tron", "dcd", "pegasos")
+SOLVER_OPTIONS = {
+    "newton": {"cg_max_iter", "refresh_every"},
+    "tron": {"cg_max_iter", "cg_rtol"},
+    "dcd": {"intercept_scaling"},
+    "pegasos": {"epochs", "batch_size"},
+}
 HESSIANS = ("auto", "gram", "cg")
 BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
 
@@ -68,13 +77,17 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
     """A ``ConvergenceWarning`` saying why a solver stopped early and what to do."""
     if res.converged:
         return
+    if res.method == "dcd":
+        warnings.warn(f"{label}LIBLINEAR's DCD reached its iteration limit; increase max_iter",
+                      ConvergenceWarning, stacklevel=4)
+        return
     hint = (
         "; float32 features limit the attainable accuracy, use dtype='float64'"
         if res.stop_reason == "precision"
         else "; increase max_iter"
     )
     warnings.warn(
-        f"{label}Newton solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
+        f"{label}{res.method} solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
         f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {tol:g}{hint}",
         ConvergenceWarning,
         stacklevel=4,
@@ -103,6 +116,23 @@ class NystroemBase(BaseEstimator):
     :meth:`_fit_problems`.
     """
 
+    _solvers: tuple[str, ...] = SOLVERS
+
+    def _solve(self, op, dim: int, hessian: str, label: str):
+        """Run the chosen solver on one problem's operator."""
+        options = dict(self.solver_options or {})
+        if self.solver == "newton":
+            return semismooth_newton(op, dim, tol=self.tol, max_iter=self.max_iter, hessian=hessian, label=label,
+                                     **options)
+        if self.solver == "tron":
+            return trust_region_newton(op, dim, tol=self.tol, max_iter=self.max_iter, label=label, **options)
+        if self.solver == "dcd":
+            return dual_coordinate_descent(op, dim, tol=self.tol, max_iter=max(self.max_iter, 1000), label=label,
+                                           **options)
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
+        return pegasos(op, dim, C=self.C, n_epochs=options.get("epochs", 10), batch_size=options.get("batch_size", 64),
+                       random_state=seed, label=label)
+
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
         if self.kernel not in KERNELS:
@@ -111,8 +141,17 @@ class NystroemBase(BaseEstimator):
         check_positive_int("n_components", self.n_components)
         if self.landmarks not in LANDMARK_METHODS:
             raise ValueError(f"landmarks={self.landmarks!r} is not supported; choose one of {LANDMARK_METHODS}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver={self.solver!r} is not supported; choose one of {SOLVERS}")
+        if self.solver not in self._solvers:
+            raise ValueError(f"solver={self.solver!r} is not supported; choose one of {self._solvers}")
+        options = self.solver_options or {}
+        if not isinstance(options, dict):
+            raise ValueError(f"solver_options must be a dict or None, got {options!r}")
+        unknown = set(options) - SOLVER_OPTIONS[self.solver]
+        if unknown:
+            raise ValueError(
+                f"solver_options {sorted(unknown)} do not apply to solver={self.solver!r}; "
+                f"it takes {sorted(SOLVER_OPTIONS[self.solver])}"
+            )
         if self.hessian not in HESSIANS:
             raise ValueError(f"hessian={self.hessian!r} is not supported; choose one of {HESSIANS}")
         check_positive("tol", self.tol)
@@ -236,7 +275,7 @@ class NystroemBase(BaseEstimator):
             for j, label in enumerate(labels):
                 op = make_operator(store.blocks, aligned, j)
                 prefix = f"[class {label!r}] " if len(labels) > 1 else ""
-                res = semismooth_newton(op, r + 1, tol=self.tol, max_iter=self.max_iter, hessian=hessian, label=prefix)
+                res = self._solve(op, r + 1, hessian, prefix)
                 warn_if_not_converged(res, self.tol, prefix)
                 coef[j], intercept[j] = res.x[:-1], res.x[-1]
                 objectives.append(res.objective)

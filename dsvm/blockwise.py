@@ -120,6 +120,15 @@ class RowBlocks:
     def take(self, indices: np.ndarray):
         raise NotImplementedError
 
+    def fold(self, fn: Callable, state: Any, aligned: Sequence["RowBlocks | None"] = (), shared: Sequence[Any] = (),
+             order: Sequence[int] | None = None) -> Any:
+        """``state = fn(block_i, *aligned_i, state, *shared)`` for the blocks in ``order``.
+
+        A sequential scan (stochastic solvers): on Dask a chain of tasks, one
+        per block, run where the blocks live; only the final state comes back.
+        """
+        raise NotImplementedError
+
     def persist(self) -> "RowBlocks":
         return self
 
@@ -175,6 +184,12 @@ class InMemoryBlocks(RowBlocks):
 
     def iter_blocks(self, batch: int = 4):
         yield from self.blocks
+
+    def fold(self, fn, state, aligned=(), shared=(), order=None):
+        for i in (range(self.n_blocks) if order is None else order):
+            extra = [a.blocks[i] if a is not None else None for a in aligned]
+            state = fn(self.blocks[i], *extra, state, *shared)
+        return state
 
     def compute(self):
         if len(self.blocks) == 1:
@@ -308,6 +323,19 @@ class DaskBlocks(RowBlocks):
         inverse = np.empty_like(order)
         inverse[order] = np.arange(order.size)
         return rows[inverse]
+
+    def fold(self, fn, state, aligned=(), shared=(), order=None):
+        import dask
+
+        blocks = self.delayed_blocks()
+        extra = [a.delayed_blocks() if a is not None else [None] * len(blocks) for a in aligned]
+        shared_keys = [_shared_key(s) for s in shared]
+        step = dask.delayed(fn, pure=True)
+        current = _shared_key(state)
+        for i in (range(len(blocks)) if order is None else order):
+            current = step(blocks[i], *[e[i] for e in extra], current, *shared_keys)
+        (result,) = dask.compute(current)
+        return result
 
     def iter_blocks(self, batch: int = 4):
         import dask

@@ -73,7 +73,13 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     n_components : int, default=500
         Number of landmarks ``k``.  Clipped to the number of rows with a warning.
     landmarks : {"uniform", "kmeans"}, default="uniform"
-    solver : {"newton"}, default="newton"
+    solver : {"newton", "tron", "dcd", "pegasos"}, default="newton"
+        ``"newton"``: the semismooth Newton method (LA-SN); ``"tron"``:
+        LIBLINEAR's trust-region Newton-CG on the same distributed operator;
+        ``"dcd"``: LIBLINEAR's dual coordinate descent (LA-DCD) on the feature
+        matrix gathered in memory, bias regularised as ``½(b/s)²``;
+        ``"pegasos"``: mini-batch Pegasos for the *hinge* loss, streaming over
+        blocks.  ``objective_`` is each solver's own objective.
     hessian : {"auto", "gram", "cg"}, default="auto"
         How Newton systems are solved: Cholesky on the Gram matrix of the active
         rows (one pass per iteration), CG with distributed Hessian-vector
@@ -103,7 +109,14 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         other two (:func:`dsvm.operator.plan_feature_store`).
     block_rows : int or None, default=None
         Rows per block when splitting in-memory input (``None``: about 64 MiB
-        of features per block).  Dask input keeps its own chunks.
+        of features per block).  Dask input keeps its own chunks (split further
+        when a block would not fit a task's share of worker memory).
+    solver_options : dict or None, default=None
+        Extra solver settings: newton ``cg_max_iter``, ``refresh_every``; tron
+        ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default 1, as LIBLINEAR);
+        pegasos ``epochs`` (default 10), ``batch_size`` (default 64).
+        ``max_iter`` bounds Newton/TRON iterations and LIBLINEAR's epochs (at
+        least 1000 for dcd).
     random_state : int, RandomState or None, default=None
 
     Attributes
@@ -148,6 +161,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         kmeans_iter=3,
         feature_store="auto",
         block_rows=None,
+        solver_options=None,
         random_state=None,
     ):
         self.kernel = kernel
@@ -168,6 +182,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         self.kmeans_iter = kmeans_iter
         self.feature_store = feature_store
         self.block_rows = block_rows
+        self.solver_options = solver_options
         self.random_state = random_state
 
     def fit(self, X, y=None, sample_weight=None):

@@ -189,6 +189,13 @@ def sqhinge_hvp(F, codes, sample_weight, params):
     return _active_hvp(F, c, active, params["V"])
 
 
+def hinge_loss_block(F, codes, sample_weight, params):
+    """``Σ c_i max(0, 1 − y_i m_i)`` (the L1 hinge loss, for Pegasos's objective)."""
+    y = labels_pm1(codes, params["positive"])
+    c = row_costs(codes, sample_weight, params["class_cost"])
+    return float(np.dot(c, np.maximum(0.0, 1.0 - y * margins(F, params["x"]))))
+
+
 # --------------------------------------------------------------------------
 # Regression: squared epsilon-insensitive loss
 

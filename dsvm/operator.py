@@ -26,7 +26,7 @@ import numpy as np
 
 from ._validation import check_finite_block
 from .blockwise import RowBlocks
-from .losses import sqeps_hvp, sqeps_pass, sqhinge_hvp, sqhinge_pass
+from .losses import hinge_loss_block, labels_pm1, row_costs, sqeps_hvp, sqeps_pass, sqhinge_hvp, sqhinge_pass
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +130,42 @@ class SquaredHingeOperator(LossOperator):
             {"positive": int(positive), "class_cost": np.asarray(class_cost, dtype=np.float64)},
             fit_intercept,
         )
+
+    def hinge_objective(self, x: np.ndarray) -> float:
+        """``½‖w‖² + Σ c_i max(0, 1 − y_i m_i)`` at ``x`` (one pass)."""
+        x = np.asarray(x, dtype=np.float64)
+        params = {**self.fixed_params, "x": x}
+        loss = self.features.map_reduce(hinge_loss_block, aligned=self.aligned, shared=(params,))
+        self.n_passes += 1
+        return 0.5 * float(x[:-1] @ x[:-1]) + float(loss)
+
+    def gather(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(F, y in ±1, c)`` in this process, for in-memory solvers (LIBLINEAR's DCD).
+
+        Raises
+        ------
+        MemoryError
+            If ``F`` would take more than half of this machine's available memory.
+        """
+        import psutil
+
+        n, r = self.features.n_rows, None
+        first = self.features.blocks[0] if hasattr(self.features, "blocks") else self.features.array
+        r = first.shape[1]
+        need = float(n) * r * 8  # LIBLINEAR works in float64
+        avail = psutil.virtual_memory().available
+        if need > 0.5 * avail:
+            raise MemoryError(
+                f"solver='dcd' needs the {n} x {r} feature matrix in this process's memory as float64 "
+                f"({need / 2**30:.2f} GiB) but only {avail / 2**30:.2f} GiB are available; "
+                "use solver='newton' or 'tron', which stream the data"
+            )
+        F = np.asarray(self.features.compute())
+        codes = np.asarray(self.aligned[0].compute())
+        sw = None if self.aligned[1] is None else np.asarray(self.aligned[1].compute())
+        y = labels_pm1(codes, self.fixed_params["positive"])
+        c = row_costs(codes, sw, self.fixed_params["class_cost"])
+        return F, y, c
 
 
 class SquaredEpsilonOperator(LossOperator):

@@ -45,7 +45,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
 
     (bias not regularised) by the same semismooth Newton method as
     :class:`~dsvm.NystroemSVC`: the generalized Hessian is
-    ``I + 2C [F 1]_Aᵀ [F 1]_A`` on the rows outside the ε-tube.
+    ``I + 2C [F 1]_Aᵀ [F 1]_A`` on the rows outside the ε-tube.  ``solver``
+    may be ``"newton"`` or ``"tron"``.
 
     Parameters
     ----------
@@ -53,7 +54,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         Half-width of the insensitive tube (scikit-learn's ``LinearSVR`` default).
     kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian,
     tol, max_iter, fit_intercept, dtype, eig_rtol, kmeans_iter, feature_store,
-    block_rows, random_state
+    block_rows, solver_options, random_state
         As in :class:`~dsvm.NystroemSVC`.
 
     Attributes
@@ -64,6 +65,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     n_features_in_, solver_stats_
         As in :class:`~dsvm.NystroemSVC`.
     """
+
+    _solvers = ("newton", "tron")
 
     def __init__(
         self,
@@ -85,6 +88,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         kmeans_iter=3,
         feature_store="auto",
         block_rows=None,
+        solver_options=None,
         random_state=None,
     ):
         self.kernel = kernel
@@ -105,6 +109,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         self.kmeans_iter = kmeans_iter
         self.feature_store = feature_store
         self.block_rows = block_rows
+        self.solver_options = solver_options
         self.random_state = random_state
 
     def fit(self, X, y=None, sample_weight=None):
