@@ -2,6 +2,7 @@
 
 from . import config  # noqa: F401  (registers the dsvm.* defaults in dask.config)
 from .estimator import NystroemSVC
+from .io import Dataset, InvalidDatasetError, ingest, make_classification_zarr, open_dataset, write_dataset
 from .kernels import KernelSpec, kernel_matrix
 from .model_io import load_model, save_model
 from .nystroem import FeatureMap, fit_feature_map
@@ -19,6 +20,12 @@ __all__ = [
     "FeatureMap",
     "fit_feature_map",
     "save_model",
+    "Dataset",
+    "InvalidDatasetError",
+    "ingest",
+    "open_dataset",
+    "write_dataset",
+    "make_classification_zarr",
     "load_model",
     "__version__",
 ]

@@ -63,15 +63,33 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--random-state", type=int, default=0)
 
 
+def _common_options(defaults: bool) -> argparse.ArgumentParser:
+    """--log-level / --quiet, accepted before and after the command name."""
+    p = argparse.ArgumentParser(add_help=False)
+    kw = {} if defaults else {"default": argparse.SUPPRESS}
+    p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   **({"default": "INFO"} if defaults else kw))
+    p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors",
+                   **({"default": False} if defaults else kw))
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog="dsvm", description="Large-scale kernel SVMs on Dask (LA-SN).")
+    parser = argparse.ArgumentParser(
+        prog="dsvm", description="Large-scale kernel SVMs on Dask (LA-SN).", parents=[_common_options(True)]
+    )
     parser.add_argument("--version", action="version", version=f"dsvm {__version__}")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    common = _common_options(False)
+    _add_parser = sub.add_parser
+
+    def add_parser(name, **kw):
+        return _add_parser(name, parents=[common], **kw)
+
+    sub.add_parser = add_parser
 
     p = sub.add_parser("demo", help="train and evaluate on generated data on the default local cluster")
     p.add_argument("--n-train", type=int, default=200_000)
@@ -123,15 +141,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+NOISY_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+
+
 def _setup_logging(args) -> None:
+    import dask.config
+
     level = logging.WARNING if args.quiet else getattr(logging, args.log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", force=True)
-    for noisy in ("distributed", "tornado", "asyncio", "bokeh"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    # distributed configures its loggers from dask.config when it is imported
+    quiet = logging.getLevelName(max(level, logging.WARNING)).lower()
+    dask.config.set({"logging": {name: quiet for name in NOISY_LOGGERS}})
+    import distributed  # noqa: F401  (its import sets its loggers' levels; override them after)
+
+    _quiet_noisy_loggers(level)
+
+
+def _quiet_noisy_loggers(level: int) -> None:
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
+
+
+def _check_cluster_args(args) -> None:
+    """Fail on a bad --cluster / --scheduler-file before any data is touched."""
+    from .cluster import load_cluster_spec
+
+    given = [getattr(args, a, None) is not None for a in ("cluster", "scheduler_address", "scheduler_file")]
+    if sum(given) > 1:
+        raise UserError("give at most one of --cluster, --scheduler-address and --scheduler-file")
+    if getattr(args, "cluster", None):
+        load_cluster_spec(args.cluster)
+    if getattr(args, "scheduler_file", None) and not Path(args.scheduler_file).exists():
+        raise UserError(f"scheduler file {args.scheduler_file} not found")
 
 
 def _connect(args):
     from .cluster import connect
+
+    _quiet_noisy_loggers(logging.getLogger().level)
 
     local = {}
     if getattr(args, "workers", None):
@@ -178,8 +225,8 @@ def cmd_train(args) -> int:
         feature_store=args.feature_store, random_state=args.random_state,
     )
     model = NystroemSVC(**params)
-    if args.checkpoint:
-        model.set_params(checkpoint=args.checkpoint) if "checkpoint" in model.get_params() else None
+    if not Path(args.data).exists():
+        raise UserError(f"{args.data}: no such file or dataset")
     with tempfile.TemporaryDirectory(prefix="dsvm-") as tmp, _connect(args):
         ds = _open_data(args.data, tmp)
         t0 = time.perf_counter()
@@ -196,8 +243,8 @@ def cmd_evaluate(args) -> int:
     from .model_io import load_model
 
     model = load_model(args.model)
+    ds = _open_data(args.data)
     with _connect(args):
-        ds = _open_data(args.data)
         result = evaluate(model, ds)
     result.update(
         fit_seconds=model.solver_stats_.get("fit_seconds"),
@@ -224,8 +271,8 @@ def cmd_predict(args) -> int:
     from .predict_io import write_predictions
 
     model = load_model(args.model)
+    ds = _open_data(args.data)
     with _connect(args):
-        ds = _open_data(args.data)
         n = write_predictions(model, ds, args.out, decision=args.decision, overwrite=args.overwrite)
     logger.info("wrote %d predictions to %s", n, args.out)
     return 0
@@ -307,15 +354,19 @@ def main(argv: list[str] | None = None) -> int:
     from .pipeline import PipelineError
 
     try:
+        _check_cluster_args(args)
         return COMMANDS[args.command](args)
     except (UserError, ClusterSpecError, ModelFileError, PipelineError, FileNotFoundError, FileExistsError,
             ValueError, PermissionError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg = " ".join(str(exc).split()) or type(exc).__name__
         print(f"dsvm {args.command}: error: {msg}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print(f"dsvm {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `dsvm info x | head`
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -36,12 +36,10 @@ ALLOWED_MODULES = {
     "dask.distributed": {"LocalCluster"},
     "dask_jobqueue": {"SLURMCluster", "PBSCluster", "SGECluster", "LSFCluster", "OARCluster", "HTCondorCluster", "MoabCluster"},
     "dask_kubernetes.operator": {"KubeCluster"},
-    "dask_kubernetes": {"KubeCluster"},
     "dask_gateway": {"GatewayCluster"},
 }
 EXTRAS = {
     "dask_jobqueue": "dsvm[slurm]",
-    "dask_kubernetes": "dsvm[kubernetes]",
     "dask_kubernetes.operator": "dsvm[kubernetes]",
     "dask_gateway": "dsvm[gateway]",
 }
@@ -74,6 +72,8 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
     if spec.get("version", 1) != 1:
         raise ClusterSpecError(f"{where}: version {spec.get('version')!r} is not supported (use 1)")
     module, cls = spec.get("module"), spec.get("class")
+    if not isinstance(module, str) or not isinstance(cls, str):
+        raise ClusterSpecError(f"{where}: 'module' and 'class' must be strings, e.g. module: dask_jobqueue, class: SLURMCluster")
     if module not in ALLOWED_MODULES:
         raise ClusterSpecError(f"{where}: module {module!r} is not allowed; allowed modules: {sorted(ALLOWED_MODULES)}")
     if cls not in ALLOWED_MODULES[module]:
@@ -83,13 +83,20 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
         raise ClusterSpecError(f"{where}: 'args' must be a list and 'kwargs' a mapping")
     if "scale" in spec and "adapt" in spec:
         raise ClusterSpecError(f"{where}: give either 'scale' or 'adapt', not both")
-    if "scale" in spec and not (isinstance(spec["scale"], int) and spec["scale"] >= 0):
+    if "scale" in spec and not (_is_number(spec["scale"], int) and spec["scale"] >= 0):
         raise ClusterSpecError(f"{where}: 'scale' must be a non-negative integer")
+    for key in ("wait_for_workers", "timeout"):
+        if key in spec and not (_is_number(spec[key]) and spec[key] >= 0):
+            raise ClusterSpecError(f"{where}: {key!r} must be a non-negative number")
     if "adapt" in spec and not isinstance(spec["adapt"], dict):
         raise ClusterSpecError(f"{where}: 'adapt' must be a mapping such as {{minimum: 1, maximum: 8}}")
     out = dict(spec)
     out["args"], out["kwargs"] = args, kwargs
     return out
+
+
+def _is_number(x: Any, types=(int, float)) -> bool:
+    return isinstance(x, types) and not isinstance(x, bool)
 
 
 def cluster_class(spec: dict[str, Any]):
@@ -100,17 +107,36 @@ def cluster_class(spec: dict[str, Any]):
     except ImportError as exc:
         hint = f"; install it with pip install '{EXTRAS[module]}'" if module in EXTRAS else ""
         raise ClusterSpecError(f"cannot import {module} ({exc}){hint}") from None
-    return getattr(mod, spec["class"])
+    try:
+        return getattr(mod, spec["class"])
+    except AttributeError:
+        version = getattr(mod, "__version__", "?")
+        raise ClusterSpecError(f"{module} {version} has no class {spec['class']}; check the spec's 'module' and 'class'") from None
 
 
-def make_cluster(spec: dict[str, Any]):
+def _first_line(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc  # distributed wraps start-up errors: "Nanny failed to start." from TypeError
+    text = " ".join(str(cause).split())
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
+def make_cluster(spec: dict[str, Any], where: str = "cluster spec"):
     """Construct the cluster described by a validated spec and apply scale/adapt."""
     cls = cluster_class(spec)
-    cluster = cls(*spec["args"], **spec["kwargs"])
-    if "scale" in spec:
-        cluster.scale(spec["scale"])
-    elif "adapt" in spec:
-        cluster.adapt(**spec["adapt"])
+    try:
+        cluster = cls(*spec["args"], **spec["kwargs"])
+    except (TypeError, ValueError, RuntimeError, OSError) as exc:
+        raise ClusterSpecError(f"{where}: cannot start {spec['module']}.{spec['class']}: {_first_line(exc)}") from exc
+    try:
+        if "scale" in spec:
+            cluster.scale(spec["scale"])
+        elif "adapt" in spec:
+            cluster.adapt(**spec["adapt"])
+    except BaseException as exc:
+        cluster.close()
+        if isinstance(exc, (TypeError, ValueError)):
+            raise ClusterSpecError(f"{where}: 'scale'/'adapt' rejected by {spec['class']}: {_first_line(exc)}") from exc
+        raise
     return cluster
 
 
@@ -155,7 +181,7 @@ def connect(
     given = [x is not None for x in (cluster_spec, scheduler_address, scheduler_file)]
     if sum(given) > 1:
         raise ValueError("give at most one of --cluster, --scheduler-address and --scheduler-file")
-    cluster = None
+    cluster = client = None
     if scheduler_address is not None:
         client = Client(scheduler_address, timeout="30s")
         logger.info("attached to scheduler %s", scheduler_address)
@@ -170,13 +196,28 @@ def connect(
 
             cluster = LocalCluster(**local_cluster_kwargs(**(local or {})))
         else:
+            where = "cluster spec" if isinstance(cluster_spec, dict) else str(cluster_spec)
             spec = cluster_spec if isinstance(cluster_spec, dict) else load_cluster_spec(cluster_spec)
-            spec = validate_cluster_spec(spec)
-            cluster = make_cluster(spec)
-        client = Client(cluster)
-        n_wait = (spec.get("wait_for_workers") if cluster_spec is not None else None)
-        if n_wait:
-            client.wait_for_workers(int(n_wait), timeout=spec.get("timeout", 300))
+            spec = validate_cluster_spec(spec, where)
+            cluster = make_cluster(spec, where)
+        try:
+            client = Client(cluster)
+            n_wait = spec.get("wait_for_workers") if cluster_spec is not None else None
+            if n_wait:
+                timeout = spec.get("timeout", 300)
+                try:
+                    client.wait_for_workers(int(n_wait), timeout=timeout)
+                except TimeoutError:
+                    have = len(client.scheduler_info().get("workers", {}))
+                    raise ClusterSpecError(
+                        f"{where}: only {have} of {n_wait} workers joined within {timeout}s; check the queue "
+                        "(squeue / qstat / kubectl get pods) and the worker logs, or raise 'timeout'"
+                    ) from None
+        except BaseException:
+            if client is not None:
+                client.close()
+            cluster.close()
+            raise
     try:
         link = getattr(client, "dashboard_link", None)
         if cluster is not None and link:

@@ -1,0 +1,360 @@
+"""Open a dataset written by :mod:`dsvm.io` as row-chunked Dask arrays.
+
+:func:`open_dataset` validates the group (attributes, arrays, shapes) and
+builds ``X`` and ``y`` lazily: one task per row chunk, each reading its chunk
+from the store when it runs, in whichever process runs it (the store must be
+on a filesystem the workers share).  Nothing but metadata and the per-chunk
+entry counts of a sparse ``X`` is read when opening.  Every chunk is checked
+when it is read; a corrupted or missing chunk raises
+:class:`~dsvm.io.layout.InvalidDatasetError` naming the chunk and its rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .layout import (
+    INT_LABEL_FILL,
+    SPARSE_LAYOUT,
+    InvalidDatasetError,
+    check_attrs,
+    chunk_bounds,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Dataset", "open_dataset"]
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A dataset on disk, opened as lazy row-chunked Dask arrays.
+
+    Attributes
+    ----------
+    path : str
+        Location of the zarr group.
+    X : dask.array.Array
+        ``(n_samples, n_features)``, row chunks of known sizes and one chunk
+        along columns; chunks are float numpy arrays, or ``scipy.sparse.csr_matrix``
+        when ``sparse``.
+    y : dask.array.Array
+        ``(n_samples,)`` labels with the same row chunks as ``X``.
+    n_samples, n_features : int
+    classes : numpy.ndarray
+        Sorted distinct labels found when the dataset was written.
+    sparse : bool
+        Whether ``X`` is stored (and read) as CSR.
+    attrs : dict
+        All attributes of the group (see :mod:`dsvm.io.layout`).
+    """
+
+    path: str
+    X: Any
+    y: Any
+    n_samples: int
+    n_features: int
+    classes: np.ndarray
+    sparse: bool
+    attrs: dict = field(repr=False)
+
+    @property
+    def chunk_rows(self) -> int:
+        return int(self.attrs["chunk_rows"])
+
+    @property
+    def n_chunks(self) -> int:
+        return int(self.attrs["n_chunks"])
+
+    @property
+    def nnz(self) -> int:
+        return int(self.attrs["nnz"])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.attrs["dtype"])
+
+    @property
+    def class_counts(self) -> np.ndarray:
+        return np.asarray(self.attrs.get("class_counts", []), dtype=np.int64)
+
+    def load(self) -> tuple[Any, np.ndarray]:
+        """``(X, y)`` in memory: a numpy array or CSR matrix, and the labels."""
+        import dask
+
+        X, y = dask.compute(self.X, self.y)
+        if self.sparse:
+            X = sp.csr_matrix(X)
+        return X, np.asarray(y)
+
+
+class ChunkReader:
+    """Array-like over one array of a dataset, for ``dask.array.from_array``.
+
+    Holds only the path and the layout; zarr arrays are opened lazily in the
+    process that reads (and not pickled), so the object travels to workers.
+    """
+
+    def __init__(self, path: str, name: str, attrs: dict, chunk_nnz: np.ndarray | None = None):
+        self.path = path
+        self.name = name
+        self.n_samples = int(attrs["n_samples"])
+        self.n_features = int(attrs["n_features"])
+        self.chunk_rows = int(attrs["chunk_rows"])
+        self.sparse = bool(attrs["sparse"])
+        self.chunk_nnz = chunk_nnz
+        if name == "y":
+            self.shape: tuple[int, ...] = (self.n_samples,)
+            self.dtype = np.dtype(attrs["y_dtype"])
+        else:
+            self.shape = (self.n_samples, self.n_features)
+            self.dtype = np.dtype(attrs["dtype"])
+        self.ndim = len(self.shape)
+        self._arrays: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_arrays"] = {}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _array(self, key: str):
+        arr = self._arrays.get(key)
+        if arr is None:
+            import zarr
+
+            with self._lock:
+                arr = self._arrays.get(key)
+                if arr is None:
+                    arr = zarr.open_array(self.path, path=key, mode="r")
+                    self._arrays[key] = arr
+        return arr
+
+    # reading ---------------------------------------------------------------
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        rows = key[0] if key else slice(None)
+        rest = key[1:]
+        if not isinstance(rows, slice):
+            raise TypeError("ChunkReader supports slices only")
+        start, stop, step = rows.indices(self.n_samples)
+        if step != 1:
+            out = self[start:stop]
+            return out[::step] if not rest else out[(slice(None, None, step),) + rest]
+        parts = []
+        first = start // self.chunk_rows
+        last = max(first, (stop - 1) // self.chunk_rows) if stop > start else first - 1
+        for i in range(first, last + 1):
+            c0 = i * self.chunk_rows
+            block = self.read_chunk(i)
+            parts.append(block[max(start - c0, 0) : min(stop - c0, block.shape[0])])
+        if not parts:
+            out = self._empty()
+        elif len(parts) == 1:
+            out = parts[0]
+        elif self.name == "X" and self.sparse:
+            out = sp.vstack(parts, format="csr")
+        else:
+            out = np.concatenate(parts)
+        if rest and rest != (slice(None),):
+            out = out[(slice(None),) + rest]
+            if sp.issparse(out):
+                out = sp.csr_matrix(out)
+        return out
+
+    def _empty(self):
+        if self.name == "y":
+            return np.zeros(0, dtype=self.dtype)
+        if self.sparse:
+            return sp.csr_matrix((0, self.n_features), dtype=self.dtype)
+        return np.zeros((0, self.n_features), dtype=self.dtype)
+
+    def _where(self, i: int) -> str:
+        r0 = i * self.chunk_rows
+        r1 = min(r0 + self.chunk_rows, self.n_samples)
+        return f"{self.path}: chunk {i} of {self.name} (rows {r0}-{r1 - 1})"
+
+    def read_chunk(self, i: int):
+        """Row chunk ``i``, checked; raises :class:`InvalidDatasetError` if it is damaged."""
+        r0 = i * self.chunk_rows
+        m = min(self.chunk_rows, self.n_samples - r0)
+        try:
+            if self.name == "y":
+                out = self._read_y(r0, m)
+            elif self.sparse:
+                out = self._read_csr(i, m)
+            else:
+                out = self._read_dense(r0, m)
+        except InvalidDatasetError:
+            raise
+        except Exception as exc:  # decoding / checksum / IO errors from zarr
+            raise InvalidDatasetError(
+                f"{self._where(i)} cannot be read ({type(exc).__name__}: {exc}); the store is "
+                "damaged, write it again with dsvm.io.ingest()"
+            ) from exc
+        return out
+
+    def _bad(self, i: int, what: str) -> InvalidDatasetError:
+        return InvalidDatasetError(
+            f"{self._where(i)} is corrupted: {what}; write the dataset again with dsvm.io.ingest()"
+        )
+
+    def _read_y(self, r0: int, m: int) -> np.ndarray:
+        y = np.asarray(self._array("y")[r0 : r0 + m])
+        bad = np.isnan(y) if y.dtype.kind == "f" else (y == INT_LABEL_FILL)
+        if y.shape != (m,) or bad.any():
+            raise self._bad(r0 // self.chunk_rows, "missing labels (chunk file lost?)")
+        return y
+
+    def _read_dense(self, r0: int, m: int) -> np.ndarray:
+        X = np.asarray(self._array("X")[r0 : r0 + m])
+        if X.shape != (m, self.n_features) or np.isnan(X).any():
+            raise self._bad(r0 // self.chunk_rows, "missing values (chunk file lost?)")
+        return X
+
+    def _read_csr(self, i: int, m: int) -> sp.csr_matrix:
+        nnz = int(self.chunk_nnz[i])
+        indptr = np.asarray(self._array("X/indptr")[i, : m + 1])
+        data = np.asarray(self._array("X/data")[i, :nnz])
+        indices = np.asarray(self._array("X/indices")[i, :nnz])
+        if indptr[0] != 0 or indptr[-1] != nnz or (np.diff(indptr) < 0).any():
+            raise self._bad(i, "invalid row pointers (chunk file lost?)")
+        if nnz and (indices.min() < 0 or indices.max() >= self.n_features):
+            raise self._bad(i, "column indices out of range (chunk file lost?)")
+        if np.isnan(data).any():
+            raise self._bad(i, "missing values (chunk file lost?)")
+        return sp.csr_matrix((data, indices, indptr), shape=(m, self.n_features))
+
+
+def _open_group(path: str):
+    import zarr
+
+    p = Path(path)
+    if "://" not in path and not p.exists():
+        raise FileNotFoundError(f"no dataset at {path} (the path does not exist)")
+    try:
+        return zarr.open_group(path, mode="r")
+    except Exception as exc:
+        raise InvalidDatasetError(
+            f"{path} is not a dsvm dataset (not a zarr v3 group: {exc}); create one with dsvm.io.ingest()"
+        ) from exc
+
+
+def _member(group, path: str, name: str, kind: str):
+    try:
+        member = group[name]
+    except KeyError:
+        raise InvalidDatasetError(f"{path}: {kind} {name!r} is missing from the dataset") from None
+    import zarr
+
+    want = zarr.Group if kind == "group" else zarr.Array
+    if not isinstance(member, want):
+        raise InvalidDatasetError(f"{path}: {name!r} is not a zarr {kind}")
+    return member
+
+
+def _check_array(path, arr, name, shape, chunks, dtype=None):
+    if tuple(arr.shape) != tuple(shape):
+        raise InvalidDatasetError(
+            f"{path}: array {name!r} has shape {tuple(arr.shape)}, expected {tuple(shape)} from the attributes"
+        )
+    if chunks is not None and tuple(arr.chunks) != tuple(chunks):
+        raise InvalidDatasetError(f"{path}: array {name!r} has chunks {tuple(arr.chunks)}, expected {tuple(chunks)}")
+    if dtype is not None and np.dtype(arr.dtype) != np.dtype(dtype):
+        raise InvalidDatasetError(f"{path}: array {name!r} has dtype {arr.dtype}, expected {dtype}")
+
+
+def open_dataset(path: str | Path) -> Dataset:
+    """Open a dataset written by :func:`dsvm.io.ingest` (or :func:`write_dataset`).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The zarr group of the dataset.
+
+    Returns
+    -------
+    Dataset
+        With lazy ``X`` / ``y`` Dask arrays; building them reads no data.
+
+    Raises
+    ------
+    FileNotFoundError
+        If nothing exists at ``path``.
+    InvalidDatasetError
+        If ``path`` is not a dsvm dataset, an array is missing, or shapes
+        disagree with the attributes.  Damaged chunks raise it when read.
+    """
+    import dask.array as da
+
+    # workers open the store by this path, in their own working directory
+    path = str(path) if "://" in str(path) else os.path.abspath(path)
+    group = _open_group(path)
+    attrs = dict(group.attrs)
+    check_attrs(path, attrs)
+    n, p, rows = attrs["n_samples"], attrs["n_features"], attrs["chunk_rows"]
+    n_chunks = attrs["n_chunks"]
+
+    y_arr = _member(group, path, "y", "array")
+    _check_array(path, y_arr, "y", (n,), (rows,), attrs["y_dtype"])
+    chunk_nnz = None
+    if attrs["sparse"]:
+        xg = _member(group, path, "X", "group")
+        if xg.attrs.get("layout") != SPARSE_LAYOUT:
+            raise InvalidDatasetError(f"{path}: group 'X' has layout {xg.attrs.get('layout')!r}, expected {SPARSE_LAYOUT!r}")
+        counts = _member(xg, path, "chunk_nnz", "array")
+        _check_array(path, counts, "X/chunk_nnz", (n_chunks,), None)
+        chunk_nnz = np.asarray(counts[:], dtype=np.int64)
+        if (chunk_nnz < 0).any() or int(chunk_nnz.sum()) != attrs["nnz"]:
+            raise InvalidDatasetError(
+                f"{path}: X/chunk_nnz does not add up to nnz={attrs['nnz']} (the store is damaged)"
+            )
+        width = max(1, int(chunk_nnz.max()) if n_chunks else 1)
+        indptr = _member(xg, path, "indptr", "array")
+        _check_array(path, indptr, "X/indptr", (n_chunks, rows + 1), (1, rows + 1), np.int64)
+        for name in ("indices", "data"):
+            arr = _member(xg, path, name, "array")
+            _check_array(path, arr, f"X/{name}", (n_chunks, width), (1, width))
+        if np.dtype(xg["data"].dtype) != np.dtype(attrs["dtype"]):
+            raise InvalidDatasetError(f"{path}: X/data has dtype {xg['data'].dtype}, expected {attrs['dtype']}")
+    else:
+        x_arr = _member(group, path, "X", "array")
+        _check_array(path, x_arr, "X", (n, p), (rows, max(p, 1)), attrs["dtype"])
+
+    bounds = chunk_bounds(n, rows)
+    row_chunks = tuple(int(c) for c in np.diff(bounds))
+    uid = attrs.get("uuid") or path
+    dtype = np.dtype(attrs["dtype"])
+    x_reader = ChunkReader(path, "X", attrs, chunk_nnz)
+    meta = sp.csr_matrix((0, 0), dtype=dtype) if attrs["sparse"] else np.empty((0, 0), dtype=dtype)
+    X = da.from_array(
+        x_reader, chunks=(row_chunks, (p,)), name=f"dsvm-X-{uid}", meta=meta, asarray=False, fancy=False
+    )
+    y_reader = ChunkReader(path, "y", attrs)
+    y = da.from_array(
+        y_reader,
+        chunks=(row_chunks,),
+        name=f"dsvm-y-{uid}",
+        meta=np.empty((0,), dtype=y_reader.dtype),
+        asarray=False,
+        fancy=False,
+    )
+    classes = np.asarray(attrs["classes"], dtype=y_reader.dtype)
+    logger.debug("opened %s: %d x %d, %d chunks, sparse=%s", path, n, p, n_chunks, attrs["sparse"])
+    return Dataset(
+        path=path, X=X, y=y, n_samples=n, n_features=p, classes=classes, sparse=bool(attrs["sparse"]), attrs=attrs
+    )

@@ -1,0 +1,221 @@
+"""The on-disk layout of a dsvm dataset: a zarr v3 group.
+
+::
+
+    name.zarr/                    zarr v3 group; attributes below
+    ├── y                         (n_samples,) labels, chunks (chunk_rows,)
+    └── X                         dense:  (n_samples, n_features) array,
+                                          chunks (chunk_rows, n_features)
+        or, sparse (CSR, one part per row chunk):
+        X/                        group, attribute layout = "csr-row-chunks"
+        ├── indptr                (n_chunks, chunk_rows + 1) int64, chunks (1, chunk_rows + 1)
+        ├── indices               (n_chunks, max_chunk_nnz) int32 (int64 if n_features >= 2**31),
+        │                         chunks (1, max_chunk_nnz)
+        ├── data                  (n_chunks, max_chunk_nnz) values, chunks (1, max_chunk_nnz)
+        └── chunk_nnz             (n_chunks,) int64
+
+Rows are cut into ``n_chunks = ceil(n_samples / chunk_rows)`` row chunks;
+chunk ``i`` holds rows ``[i * chunk_rows, min((i + 1) * chunk_rows, n_samples))``
+and is one zarr chunk of ``y`` and of ``X`` (dense), or one zarr chunk of each of
+``X/indptr``, ``X/indices`` and ``X/data`` (sparse).  For a sparse chunk with
+``m`` rows and ``k = chunk_nnz[i]`` stored values, ``indptr[i, :m + 1]`` is its
+CSR row pointer (starting at 0; the rest of the row repeats ``k``), and
+``indices[i, :k]`` (0-based column indices, increasing within a row) and
+``data[i, :k]`` its entries; the tail of those rows is padding.  Reading a row
+chunk is therefore a few whole-chunk reads, and writers of different chunks
+never touch the same file.
+
+Group attributes (JSON):
+
+=================  ==========================================================
+format             ``"dsvm-dataset"``
+format_version     ``1``
+n_samples          number of rows
+n_features         number of columns
+nnz                stored entries of X (``n_samples * n_features`` if dense)
+sparse             ``true`` for the CSR layout
+chunk_rows         rows per chunk (the last chunk may be shorter)
+n_chunks           number of row chunks
+dtype              dtype of X values (``"float32"`` or ``"float64"``)
+index_dtype        dtype of ``X/indices`` (sparse only)
+y_dtype            ``"float64"`` or ``"int64"``
+classes            sorted list of the distinct labels in y
+class_counts       number of rows of each class, same order
+source             where the data came from (file name, ``"<array>"``, ...)
+source_format      ``"libsvm"``, ``"csv"``, ``"npy"``, ``"array"`` or ``"synthetic"``
+zero_based         LIBSVM only: whether the file's indices were 0-based
+uuid               random id of this write (names the Dask arrays)
+created_by         ``"dsvm <version>"``
+created_at         UTC time of the write, ISO 8601
+=================  ==========================================================
+
+Chunks are compressed with Blosc (zstd level 1, byte shuffle) followed by a CRC-32C
+checksum, so a truncated or overwritten chunk file fails to decode, and the
+fill values (NaN for values and float labels, -1 for indices and row pointers,
+the smallest int64 for integer labels) make a missing chunk file visible: the
+reader checks every chunk it reads and names the rows of a bad one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+FORMAT_NAME = "dsvm-dataset"
+FORMAT_VERSION = 1
+SPARSE_LAYOUT = "csr-row-chunks"
+INT_LABEL_FILL = np.iinfo(np.int64).min
+
+REQUIRED_ATTRS: dict[str, type | tuple[type, ...]] = {
+    "format": str,
+    "format_version": int,
+    "n_samples": int,
+    "n_features": int,
+    "nnz": int,
+    "sparse": bool,
+    "chunk_rows": int,
+    "n_chunks": int,
+    "dtype": str,
+    "y_dtype": str,
+    "classes": list,
+}
+
+
+class InvalidDatasetError(ValueError):
+    """A path is not a readable dsvm dataset, or a chunk of it is corrupted."""
+
+
+def codecs() -> list:
+    """Compressor chain of every array: Blosc(zstd level 1, byte shuffle) then a CRC-32C checksum."""
+    from zarr.codecs import BloscCodec, Crc32cCodec
+
+    return [BloscCodec(cname="zstd", clevel=1, shuffle="shuffle"), Crc32cCodec()]
+
+
+def n_chunks_for(n_samples: int, chunk_rows: int) -> int:
+    return max(1, math.ceil(n_samples / chunk_rows)) if n_samples else 0
+
+
+def chunk_bounds(n_samples: int, chunk_rows: int) -> np.ndarray:
+    """Row offsets ``[0, chunk_rows, 2 chunk_rows, ..., n_samples]`` of the row chunks."""
+    n_chunks = n_chunks_for(n_samples, chunk_rows)
+    bounds = np.minimum(np.arange(n_chunks + 1, dtype=np.int64) * chunk_rows, n_samples)
+    return bounds
+
+
+def label_fill(y_dtype: np.dtype) -> Any:
+    return np.nan if np.dtype(y_dtype).kind == "f" else INT_LABEL_FILL
+
+
+def _create(group, name: str, shape, chunks, dtype, fill_value):
+    return group.create_array(
+        name,
+        shape=tuple(int(s) for s in shape),
+        chunks=tuple(max(1, int(c)) for c in chunks),
+        dtype=dtype,
+        compressors=codecs(),
+        fill_value=fill_value,
+        config={"write_empty_chunks": True},
+    )
+
+
+def create_layout(
+    root: str,
+    *,
+    n_samples: int,
+    n_features: int,
+    chunk_rows: int,
+    sparse: bool,
+    dtype: np.dtype,
+    y_dtype: np.dtype,
+    chunk_nnz: np.ndarray | None = None,
+    index_dtype: np.dtype | None = None,
+) -> None:
+    """Create the empty arrays of a dataset in a new zarr group at ``root``."""
+    import zarr
+
+    group = zarr.open_group(root, mode="w")
+    _create(group, "y", (n_samples,), (chunk_rows,), y_dtype, label_fill(y_dtype))
+    if not sparse:
+        _create(group, "X", (n_samples, n_features), (chunk_rows, max(n_features, 1)), dtype, np.nan)
+        return
+    assert chunk_nnz is not None and index_dtype is not None
+    n_chunks = len(chunk_nnz)
+    width = max(1, int(chunk_nnz.max()) if n_chunks else 1)
+    xg = group.create_group("X", attributes={"layout": SPARSE_LAYOUT})
+    _create(xg, "indptr", (n_chunks, chunk_rows + 1), (1, chunk_rows + 1), np.int64, -1)
+    _create(xg, "indices", (n_chunks, width), (1, width), index_dtype, -1)
+    _create(xg, "data", (n_chunks, width), (1, width), dtype, np.nan)
+    counts = _create(xg, "chunk_nnz", (n_chunks,), (max(n_chunks, 1),), np.int64, -1)
+    if n_chunks:
+        counts[:] = np.asarray(chunk_nnz, dtype=np.int64)
+
+
+def write_attrs(root: str, attrs: Mapping[str, Any]) -> None:
+    import zarr
+
+    group = zarr.open_group(root, mode="r+")
+    group.attrs.update(dict(attrs))
+
+
+def base_attrs(**fields: Any) -> dict[str, Any]:
+    """Attributes common to every dataset, plus ``fields``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        created_by = f"dsvm {version('dsvm')}"
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        created_by = "dsvm"
+    attrs: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "uuid": uuid.uuid4().hex,
+        "created_by": created_by,
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    attrs.update(fields)
+    return attrs
+
+
+def to_json_scalar(value: Any) -> Any:
+    """A numpy scalar as the matching JSON-able Python number."""
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return int(f) if f.is_integer() and abs(f) < 2**53 else f
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    return value
+
+
+def check_attrs(path: str, attrs: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidDatasetError` unless ``attrs`` describe a dataset we can read."""
+    if attrs.get("format") != FORMAT_NAME:
+        raise InvalidDatasetError(
+            f"{path} is a zarr group but not a dsvm dataset (attribute 'format' is "
+            f"{attrs.get('format')!r}, expected {FORMAT_NAME!r}); create one with dsvm.io.ingest()"
+        )
+    for key, kind in REQUIRED_ATTRS.items():
+        if key not in attrs:
+            raise InvalidDatasetError(f"{path}: dataset attribute {key!r} is missing")
+        value = attrs[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise InvalidDatasetError(f"{path}: dataset attribute {key!r} has an invalid value {value!r}")
+    if attrs["format_version"] > FORMAT_VERSION:
+        raise InvalidDatasetError(
+            f"{path} has dataset format version {attrs['format_version']}; this dsvm reads "
+            f"version {FORMAT_VERSION} and older, upgrade dsvm"
+        )
+    n, p, rows = attrs["n_samples"], attrs["n_features"], attrs["chunk_rows"]
+    if n < 0 or p < 0 or rows < 1:
+        raise InvalidDatasetError(f"{path}: inconsistent sizes n_samples={n}, n_features={p}, chunk_rows={rows}")
+    if attrs["n_chunks"] != n_chunks_for(n, rows):
+        raise InvalidDatasetError(
+            f"{path}: n_chunks={attrs['n_chunks']} does not match n_samples={n} and chunk_rows={rows}"
+        )
+    if attrs["dtype"] not in ("float32", "float64") or attrs["y_dtype"] not in ("float64", "int64"):
+        raise InvalidDatasetError(f"{path}: unsupported dtype {attrs['dtype']!r} / y_dtype {attrs['y_dtype']!r}")

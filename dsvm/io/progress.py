@@ -1,0 +1,153 @@
+"""A small text progress bar on stderr, and running a list of Dask tasks with it.
+
+:func:`compute_tasks` runs ``dask.delayed`` tasks on whatever Dask would use
+(the current ``distributed.Client`` if there is one, the threaded scheduler
+otherwise, or always local threads with ``local=True``) and advances the bar
+by each task's weight as it finishes.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+__all__ = ["ProgressBar", "compute_tasks", "current_client"]
+
+
+def _human(n: float, unit: str) -> str:
+    if unit != "B":
+        return f"{n:,.0f}"
+    for suffix in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or suffix == "TB":
+            return f"{n:.1f} {suffix}" if suffix != "B" else f"{n:.0f} B"
+        n /= 1000
+    return f"{n:.1f} TB"  # pragma: no cover
+
+
+class ProgressBar:
+    """``label [#####.....]  45%  12.3 MB/27.0 MB  35.2 MB/s`` redrawn in place.
+
+    Parameters
+    ----------
+    total : float
+        Amount of work (bytes or rows).
+    label : str
+        Text in front of the bar.
+    unit : str
+        ``"B"`` for bytes (shown in kB/MB/GB with a rate), anything else is a count.
+    enabled : bool
+        With ``False`` every method is a no-op.
+    stream : file, optional
+        Defaults to ``sys.stderr``.
+    """
+
+    width = 30
+
+    def __init__(self, total: float, label: str = "", unit: str = "B", enabled: bool = True,
+                 stream: TextIO | None = None):
+        self.total = max(float(total), 0.0)
+        self.label = label
+        self.unit = unit
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self.done = 0.0
+        self._start = time.perf_counter()
+        self._last = 0.0
+        self._lock = threading.Lock()
+        if enabled:
+            self._draw(force=True)
+
+    def update(self, amount: float) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            self.done += amount
+            self._draw()
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.perf_counter()
+        if not force and now - self._last < 0.1:
+            return
+        self._last = now
+        frac = min(self.done / self.total, 1.0) if self.total else 1.0
+        filled = int(round(frac * self.width))
+        bar = "#" * filled + "." * (self.width - filled)
+        elapsed = max(now - self._start, 1e-9)
+        rate = f"  {_human(self.done / elapsed, self.unit)}/s" if self.unit == "B" else ""
+        amount = f"{_human(self.done, self.unit)}/{_human(self.total, self.unit)}"
+        self.stream.write(f"\r{self.label} [{bar}] {frac:4.0%}  {amount}{rate}   ")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            self._draw(force=True)
+            self.stream.write("\n")
+            self.stream.flush()
+            self.enabled = False
+
+    def __enter__(self) -> "ProgressBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def current_client():
+    """The current ``distributed.Client``, or ``None``."""
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return Client.current(allow_global=True)
+    except ValueError:
+        return None
+
+
+def compute_tasks(
+    tasks: Sequence[Any],
+    *,
+    weights: Sequence[float] | None = None,
+    bar: ProgressBar | None = None,
+    local: bool = False,
+) -> list[Any]:
+    """Compute ``dask.delayed`` tasks, in order; advance ``bar`` by ``weights``.
+
+    ``local=True`` runs them on threads of this process even if a cluster is
+    active (for tasks that use in-memory data).
+    """
+    import dask
+
+    tasks = list(tasks)
+    if not tasks:
+        return []
+    weights = list(weights) if weights is not None else [1.0] * len(tasks)
+    client = None if local else current_client()
+    if client is not None:
+        from distributed import as_completed
+
+        futures = client.compute(tasks)
+        if bar is not None and bar.enabled:
+            index = {f.key: i for i, f in enumerate(futures)}
+            for fut in as_completed(futures):
+                bar.update(weights[index[fut.key]])
+        return client.gather(futures)
+    scheduler = "threads" if local else None
+    if bar is None or not bar.enabled:
+        return list(dask.compute(*tasks, scheduler=scheduler))
+    from dask.callbacks import Callback
+
+    by_key = {t.key: w for t, w in zip(tasks, weights)}
+
+    def _posttask(key, result, dsk, state, worker_id):
+        w = by_key.get(key)
+        if w:
+            bar.update(w)
+
+    with Callback(posttask=_posttask):
+        return list(dask.compute(*tasks, scheduler=scheduler))

@@ -1,0 +1,151 @@
+"""Reading text files in blocks of complete lines.
+
+* :func:`compression` recognises gzip, xz and bzip2 by their magic bytes (so
+  the file name does not matter);
+* uncompressed files are cut into byte ranges (:func:`byte_ranges`) that
+  tasks read independently (:func:`read_range`): a range owns the lines that
+  *start* inside it, so every line belongs to exactly one range;
+* compressed files are decompressed as a stream and cut into blocks at line
+  boundaries (:func:`stream_blocks`), holding one block (plus a partial line)
+  at a time;
+* :func:`detect_format` guesses the format from the name, then from the first
+  line.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = [
+    "compression",
+    "open_binary",
+    "byte_ranges",
+    "read_range",
+    "stream_blocks",
+    "detect_format",
+    "DEFAULT_BLOCK_BYTES",
+]
+
+DEFAULT_BLOCK_BYTES = 16 * 2**20
+_MAGIC = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"BZh": "bz2"}
+_COMPRESSED_SUFFIXES = (".gz", ".xz", ".lzma", ".bz2")
+_LIBSVM_LINE = re.compile(rb"^\s*[+-]?[\d.]+[eE0-9+-]*(\s+(qid:\S+|\d+:\S+))*\s*(#.*)?$")
+
+
+def compression(path: str | os.PathLike) -> str | None:
+    """``"gzip"``, ``"xz"``, ``"bz2"`` or ``None``, from the first bytes of the file."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    for magic, name in _MAGIC.items():
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def open_binary(path: str | os.PathLike) -> BinaryIO:
+    """Open a file for reading bytes, decompressing it transparently."""
+    kind = compression(path)
+    if kind == "gzip":
+        return gzip.open(path, "rb")
+    if kind == "xz":
+        return lzma.open(path, "rb")
+    if kind == "bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def byte_ranges(size: int, block_bytes: int, start: int = 0) -> list[tuple[int, int]]:
+    """Split ``[start, size)`` into ranges of about ``block_bytes``."""
+    block_bytes = max(int(block_bytes), 1)
+    edges = list(range(start, size, block_bytes)) + [size]
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:])] or [(start, size)]
+
+
+def read_range(path: str, start: int, end: int, chunk: int = 1 << 20) -> bytes:
+    """The complete lines that start in ``[start, end)`` of an uncompressed file."""
+    with open(path, "rb") as f:
+        if start > 0:
+            f.seek(start - 1)
+            data = f.read(end - start + 1)
+            nl = data.find(b"\n")
+            if nl < 0 or nl >= end - start:  # no line starts inside the range
+                return b""
+            data = data[nl + 1 :]
+        else:
+            data = f.read(end - start)
+        if data and not data.endswith(b"\n"):
+            tail = []
+            while True:
+                more = f.read(chunk)
+                if not more:
+                    break
+                nl = more.find(b"\n")
+                if nl >= 0:
+                    tail.append(more[: nl + 1])
+                    break
+                tail.append(more)
+            data += b"".join(tail)
+    return data
+
+
+def stream_blocks(stream: BinaryIO, block_bytes: int) -> Iterator[bytes]:
+    """Blocks of complete lines (about ``block_bytes`` each) from a byte stream."""
+    carry = b""
+    while True:
+        data = stream.read(block_bytes)
+        if not data:
+            if carry:
+                yield carry
+            return
+        data = carry + data
+        nl = data.rfind(b"\n")
+        if nl < 0:
+            carry = data
+            continue
+        carry = data[nl + 1 :]
+        yield data[: nl + 1]
+
+
+def _strip_compression_suffix(name: str) -> str:
+    lower = name.lower()
+    for suffix in _COMPRESSED_SUFFIXES:
+        if lower.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """``"libsvm"``, ``"csv"`` or ``"npy"`` from the file name, else from the content."""
+    name = _strip_compression_suffix(Path(path).name).lower()
+    suffix = Path(name).suffix
+    if suffix == ".npy":
+        return "npy"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    if suffix in (".libsvm", ".svm", ".svmlight", ".svml"):
+        return "libsvm"
+    with open_binary(path) as f:
+        head = f.read(64 * 1024)
+    if head.startswith(b"\x93NUMPY"):
+        return "npy"
+    for line in head.split(b"\n")[:50]:
+        body = line.split(b"#", 1)[0].strip()
+        if not body:
+            continue
+        if b":" in body and _LIBSVM_LINE.match(line.rstrip(b"\r")):
+            return "libsvm"
+        if b"," in body or b"\t" in body or b";" in body:
+            return "csv"
+        if _LIBSVM_LINE.match(line.rstrip(b"\r")):
+            continue  # a label-only line: look further
+        break
+    raise ValueError(
+        f"cannot tell the format of {path}; pass format='libsvm', 'csv' or 'npy'"
+    )

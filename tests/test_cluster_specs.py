@@ -1,0 +1,294 @@
+"""Cluster spec files: the shipped ones in cluster/ load and describe what they claim,
+bad specs fail with one clear line (library and CLI), everything dsvm starts listens on
+127.0.0.1.  Kubernetes and dask-gateway specs are checked offline only."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dsvm.cluster import ClusterSpecError, connect, load_cluster_spec, validate_cluster_spec
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = sorted((REPO / "cluster").glob("*.yaml"))
+SHIPPED = {"local", "slurm", "pbs", "kubernetes", "gateway"}
+
+
+def _write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def _host(address: str) -> str:
+    return address.split("://")[-1].rsplit(":", 1)[0]
+
+
+# --------------------------------------------------------------------------- shipped specs
+
+
+def test_all_documented_specs_are_shipped():
+    assert SHIPPED <= {p.stem for p in SPECS}
+    readme = (REPO / "cluster" / "README.md").read_text()
+    for name in SHIPPED:
+        assert f"cluster/{name}.yaml" in readme, f"cluster/README.md does not describe {name}.yaml"
+    assert (REPO / "cluster" / "slurm-batch.sh").exists()
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_shipped_spec_loads(path):
+    spec = load_cluster_spec(path)
+    assert spec["module"] and spec["class"]
+    assert isinstance(spec["kwargs"], dict)
+    assert not ("scale" in spec and "adapt" in spec)
+    assert spec.get("description"), f"{path.name}: add a one-line description"
+
+
+def test_local_spec_starts_on_localhost_only():
+    """cluster/local.yaml really starts, and scheduler, workers and dashboard are on 127.0.0.1."""
+    with connect(REPO / "cluster" / "local.yaml") as client:
+        info = client.scheduler_info()
+        assert _host(info["address"]) == "127.0.0.1"
+        assert len(info["workers"]) >= 1
+        assert all(_host(w) == "127.0.0.1" for w in info["workers"])
+        assert client.dashboard_link.startswith("http://127.0.0.1:")
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+
+
+def test_default_local_cluster_listens_on_localhost():
+    with connect(local={"n_workers": 1, "threads_per_worker": 1}) as client:
+        info = client.scheduler_info()
+        assert _host(info["address"]) == "127.0.0.1"
+        assert all(_host(w) == "127.0.0.1" for w in info["workers"])
+        assert client.dashboard_link.startswith("http://127.0.0.1:")
+
+
+def _jobqueue_cluster(name, tmp_path, monkeypatch):
+    """Construct a dask-jobqueue cluster from a shipped spec without submitting any job."""
+    pytest.importorskip("dask_jobqueue")
+    from dsvm.cluster import cluster_class
+
+    monkeypatch.chdir(tmp_path)  # log_directory / shared_temp_directory are relative or ~
+    monkeypatch.setenv("HOME", str(tmp_path))
+    spec = load_cluster_spec(REPO / "cluster" / f"{name}.yaml")
+    return spec, cluster_class(spec)(*spec["args"], **spec["kwargs"])
+
+
+def test_slurm_spec_job_script(tmp_path, monkeypatch):
+    spec, cluster = _jobqueue_cluster("slurm", tmp_path, monkeypatch)
+    try:
+        script = cluster.job_script()
+        assert _host(cluster.scheduler_address) == "127.0.0.1"
+        assert cluster.dashboard_link.startswith("http://127.0.0.1:")
+        kw = spec["kwargs"]
+        assert f"#SBATCH -J {kw['job_name']}" in script
+        assert f"#SBATCH -p {kw['queue']}" in script
+        assert f"#SBATCH --cpus-per-task={kw['cores']}" in script
+        assert "#SBATCH --mem=" in script and f"#SBATCH -t {kw['walltime']}" in script
+        assert "--interface lo" in script and "--dashboard-address 127.0.0.1:0" in script
+        assert sys.executable in script  # workers run this virtualenv's python
+        assert len(cluster.workers) == 0  # nothing submitted before scale()
+        assert spec["scale"] == 1 and spec["wait_for_workers"] == 1
+    finally:
+        cluster.close()
+
+
+def test_pbs_spec_job_script(tmp_path, monkeypatch):
+    spec, cluster = _jobqueue_cluster("pbs", tmp_path, monkeypatch)
+    try:
+        script = cluster.job_script()
+        kw = spec["kwargs"]
+        assert f"#PBS -N {kw['job_name']}" in script
+        assert f"#PBS -q {kw['queue']}" in script
+        assert f"#PBS -l {kw['resource_spec']}" in script
+        assert f"#PBS -l walltime={kw['walltime']}" in script
+        assert cluster.scheduler_address.startswith("tls://")  # security: true
+        assert "--tls-ca-file" in script and "--dashboard-address 127.0.0.1:0" in script
+        assert set(spec["adapt"]) <= set(inspect.signature(cluster.adapt).parameters)
+    finally:
+        cluster.close()
+
+
+def test_kubernetes_spec_offline():
+    """Build the operator's DaskCluster resource from the spec without a Kubernetes cluster."""
+    operator = pytest.importorskip("dask_kubernetes.operator")
+    spec = load_cluster_spec(REPO / "cluster" / "kubernetes.yaml")
+    assert (spec["module"], spec["class"]) == ("dask_kubernetes.operator", "KubeCluster")
+    kwargs = spec["kwargs"]
+    named = {n for n, p in inspect.signature(operator.KubeCluster.__init__).parameters.items()
+             if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    assert set(kwargs) <= named, f"unknown KubeCluster arguments: {sorted(set(kwargs) - named)}"
+    inspect.signature(operator.KubeCluster).bind(*spec["args"], **kwargs)
+    make_params = set(inspect.signature(operator.make_cluster_spec).parameters)
+    resource = operator.make_cluster_spec(**{k: v for k, v in kwargs.items() if k in make_params})
+    assert resource["kind"] == "DaskCluster"
+    assert resource["metadata"]["name"] == kwargs["name"]
+    worker = resource["spec"]["worker"]
+    assert worker["replicas"] == kwargs["n_workers"]
+    container = worker["spec"]["containers"][0]
+    assert container["image"] == kwargs["image"]
+    assert container["resources"] == kwargs["resources"]
+    assert resource["spec"]["scheduler"]["service"]["type"] == kwargs["scheduler_service_type"]
+    assert spec["wait_for_workers"] <= kwargs["n_workers"]
+
+
+def test_gateway_spec_offline(monkeypatch):
+    """Check the GatewayCluster arguments and cluster options without a gateway server."""
+    dask_gateway = pytest.importorskip("dask_gateway")
+    import dask
+    from dask_gateway.options import Float, Integer, Options, String
+
+    spec = load_cluster_spec(REPO / "cluster" / "gateway.yaml")
+    assert (spec["module"], spec["class"]) == ("dask_gateway", "GatewayCluster")
+    kwargs = spec["kwargs"]
+    inspect.signature(dask_gateway.GatewayCluster).bind(*spec["args"], **kwargs)
+    gateway_params = set(inspect.signature(dask_gateway.Gateway).parameters) - {"asynchronous", "loop"}
+    cluster_params = set(inspect.signature(dask_gateway.GatewayCluster).parameters) - {"kwargs"}
+    # what a daskhub-style server sees: the remaining kwargs are cluster options
+    options = {k: v for k, v in kwargs.items() if k not in cluster_params}
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "offline-test-token")
+
+    async def make_gateway():  # asynchronous: no event loop thread, nothing to tear down
+        async with dask_gateway.Gateway(asynchronous=True, **{k: v for k, v in kwargs.items() if k in gateway_params}) as g:
+            return g.address, type(g.auth).__name__
+
+    with dask.config.set({"gateway.address": "http://127.0.0.1:9", "gateway.auth.type": "jupyterhub"}):
+        assert asyncio.run(make_gateway()) == ("http://127.0.0.1:9", "JupyterHubAuth")
+    server_side = Options(Integer("worker_cores", 1, min=1, max=64), Float("worker_memory", 2, min=1, max=512),
+                          String("image", "ghcr.io/dask/dask:latest"))
+    for key, value in options.items():
+        server_side[key] = value  # raises on an unknown option or a bad type
+    assert set(spec["adapt"]) <= set(inspect.signature(dask_gateway.GatewayCluster.adapt).parameters)
+
+
+# --------------------------------------------------------------------------- bad specs (library)
+
+
+@pytest.mark.parametrize("module,cls", [("os", "system"), ("subprocess", "Popen"), ("builtins", "eval"),
+                                        ("distributed", "Client"), ("dask_jobqueue", "JobQueueCluster")])
+def test_module_or_class_outside_allowlist(tmp_path, module, cls):
+    path = _write(tmp_path, f"module: {module}\nclass: {cls}\nargs: [echo hacked]\n")
+    with pytest.raises(ClusterSpecError, match="not allowed") as info:
+        load_cluster_spec(path)
+    assert str(path) in str(info.value)
+    if module in ("os", "subprocess", "builtins"):
+        assert "allowed modules" in str(info.value)
+
+
+@pytest.mark.parametrize("text,match", [
+    ("module: distributed\nclass: LocalCluster\nworkers: 2\n", r"unknown keys \['workers'\]"),
+    ("module: distributed\nclass: LocalCluster\nscale: 2\nadapt: {minimum: 1, maximum: 4}\n", "either 'scale' or 'adapt'"),
+    ("module: distributed\nclass: LocalCluster\nscale: -1\n", "non-negative integer"),
+    ("module: distributed\nclass: LocalCluster\nadapt: 4\n", "'adapt' must be a mapping"),
+    ("module: distributed\nclass: LocalCluster\nkwargs: [1, 2]\n", "'kwargs' a mapping"),
+    ("module: distributed\nclass: LocalCluster\nargs: {a: 1}\n", "'args' must be a list"),
+    ("module: distributed\nclass: LocalCluster\nversion: 2\n", "version 2 is not supported"),
+    ("class: LocalCluster\n", "module"),
+    ("- module: distributed\n", "expected a mapping"),
+    ("", "expected a mapping"),
+    ("module: distributed\nclass: [LocalCluster\n", "not valid YAML"),
+    ("module: distributed\n\tclass: LocalCluster\n", "not valid YAML"),
+])
+def test_bad_spec_raises_clear_error(tmp_path, text, match):
+    path = _write(tmp_path, text)
+    with pytest.raises(ClusterSpecError, match=match) as info:
+        load_cluster_spec(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_spec_file(tmp_path):
+    with pytest.raises(ClusterSpecError, match="not found"):
+        load_cluster_spec(tmp_path / "nope.yaml")
+
+
+def test_validate_fills_defaults():
+    spec = validate_cluster_spec({"module": "distributed", "class": "LocalCluster", "args": None, "kwargs": None})
+    assert spec["args"] == [] and spec["kwargs"] == {}
+
+
+def test_non_string_module_is_a_spec_error(tmp_path):
+    with pytest.raises(ClusterSpecError):
+        load_cluster_spec(_write(tmp_path, "module: [os]\nclass: system\n"))
+
+
+def test_connect_rejects_two_targets(tmp_path):
+    with pytest.raises(ValueError, match="at most one"):
+        with connect(REPO / "cluster" / "local.yaml", scheduler_address="tcp://127.0.0.1:1"):
+            pass
+
+
+# --------------------------------------------------------------------------- bad specs (CLI)
+
+
+def _dsvm(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsvm.cli", "-q", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def tiny_libsvm(tmp_path):
+    path = tmp_path / "tiny.libsvm"
+    path.write_text("+1 1:0.5 2:1\n-1 1:0.1 3:1\n+1 2:0.7\n-1 3:0.2\n")
+    return path
+
+
+def _assert_one_line_error(proc, *needles):
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("dsvm train: error: ")
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+CLI_CASES = {
+    "outside-allowlist": ("module: subprocess\nclass: Popen\nargs: [[touch, HACKED]]\n", ["not allowed"]),
+    "unknown-key": ("module: distributed\nclass: LocalCluster\nworkers: 2\n", ["unknown keys"]),
+    "scale-and-adapt": ("module: distributed\nclass: LocalCluster\nscale: 1\nadapt: {maximum: 2}\n", ["either"]),
+    "malformed-yaml": ("module: distributed\nclass: [LocalCluster\n", ["not valid YAML"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CLI_CASES))
+def test_cli_bad_spec_exits_1_with_one_line(tmp_path, tiny_libsvm, case):
+    text, needles = CLI_CASES[case]
+    spec = _write(tmp_path, text, "bad.yaml")
+    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
+    _assert_one_line_error(proc, "bad.yaml", *needles)
+    assert not (tmp_path / "HACKED").exists() and not (tmp_path / "m.npz").exists()
+
+
+def test_cli_missing_spec_exits_1_with_one_line(tmp_path, tiny_libsvm):
+    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", "no-such-spec.yaml", cwd=tmp_path)
+    _assert_one_line_error(proc, "no-such-spec.yaml", "not found")
+
+
+def test_cli_missing_scheduler_file_exits_1(tmp_path, tiny_libsvm):
+    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--scheduler-file", "nope.json", cwd=tmp_path)
+    _assert_one_line_error(proc, "nope.json")
+
+
+def test_cli_two_targets_exits_1(tmp_path, tiny_libsvm):
+    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(REPO / "cluster" / "local.yaml"),
+                 "--scheduler-address", "tcp://127.0.0.1:1", cwd=tmp_path)
+    _assert_one_line_error(proc, "at most one")
+
+
+@pytest.mark.parametrize("text", [
+    "module: distributed\nclass: LocalCluster\nkwargs: {n_workers: 1, processes: false, n_workerz: 1, "
+    "dashboard_address: '127.0.0.1:0'}\n",
+    "module: dask_kubernetes\nclass: KubeCluster\n",
+    "module: distributed\nclass: LocalCluster\nkwargs: {n_workers: 1, threads_per_worker: 1, host: 127.0.0.1, "
+    "dashboard_address: '127.0.0.1:0'}\nwait_for_workers: 2\ntimeout: 2\n",
+], ids=["bad-kwarg", "class-missing-from-module", "wait-for-workers-timeout"])
+def test_cli_unconstructible_spec_exits_1_with_one_line(tmp_path, tiny_libsvm, text):
+    spec = _write(tmp_path, text, "bad.yaml")
+    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
+    _assert_one_line_error(proc)

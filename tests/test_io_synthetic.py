@@ -1,0 +1,66 @@
+"""``make_classification_zarr``: deterministic whatever the chunking, and non-linear."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dsvm.io import make_classification_zarr, open_dataset
+from dsvm.io.synthetic import GENERATION_BLOCK, SphereSource
+
+
+def test_independent_of_chunking(tmp_path):
+    n = GENERATION_BLOCK + 4000  # crosses a generation block
+    a = make_classification_zarr(tmp_path / "a.zarr", n, 6, chunk_rows=9000, random_state=3)
+    b = make_classification_zarr(tmp_path / "b.zarr", n, 6, chunk_rows=GENERATION_BLOCK + 1, random_state=3)
+    assert a.X.chunks[0][0] == 9000 and b.X.chunks[0][0] == GENERATION_BLOCK + 1
+    Xa, ya = a.load()
+    Xb, yb = b.load()
+    np.testing.assert_array_equal(Xa, Xb)
+    np.testing.assert_array_equal(ya, yb)
+    # any row range can be generated on its own
+    src = SphereSource(n, 6, 5, 0.05, 3)
+    X_part, y_part = src.read(GENERATION_BLOCK - 10, GENERATION_BLOCK + 10)
+    np.testing.assert_array_equal(X_part.astype(np.float32), Xa[GENERATION_BLOCK - 10 : GENERATION_BLOCK + 10])
+    np.testing.assert_array_equal(y_part, ya[GENERATION_BLOCK - 10 : GENERATION_BLOCK + 10])
+    c = make_classification_zarr(tmp_path / "c.zarr", 1000, 6, random_state=4)
+    assert not np.array_equal(c.load()[0], Xa[:1000])
+
+
+def test_dataset_properties(tmp_path):
+    ds = make_classification_zarr(tmp_path / "d.zarr", 5000, 12, chunk_rows=1024, random_state=0, noise=0.1)
+    assert (ds.n_samples, ds.n_features, ds.sparse) == (5000, 12, False)
+    assert ds.X.dtype == np.float32 and ds.y.dtype == np.int64
+    np.testing.assert_array_equal(ds.classes, [-1, 1])
+    assert abs(ds.class_counts[0] - 2500) < 200  # balanced
+    assert ds.attrs["random_state"] == 0 and ds.attrs["generator"] == "sphere-v1"
+    assert open_dataset(ds.path).attrs["uuid"] == ds.attrs["uuid"]
+    X = ds.X.compute()
+    assert abs(X.mean()) < 0.05 and abs(X.std() - 1) < 0.05
+
+
+def test_linear_model_fails_rbf_succeeds(tmp_path):
+    from sklearn.svm import SVC, LinearSVC
+
+    ds = make_classification_zarr(tmp_path / "d.zarr", 4000, 20, random_state=0)
+    X, y = ds.load()
+    Xtr, ytr, Xte, yte = X[:2000], y[:2000], X[2000:], y[2000:]
+    linear = LinearSVC().fit(Xtr, ytr).score(Xte, yte)
+    rbf = SVC(kernel="rbf", C=10).fit(Xtr, ytr).score(Xte, yte)
+    assert linear < 0.6
+    assert rbf > 0.75
+    assert rbf - linear > 0.2
+
+
+def test_arguments(tmp_path):
+    with pytest.raises(ValueError, match="n_informative"):
+        make_classification_zarr(tmp_path / "a.zarr", 10, 3, n_informative=4)
+    with pytest.raises(ValueError, match="n_samples"):
+        make_classification_zarr(tmp_path / "a.zarr", 0)
+    with pytest.raises(ValueError, match="noise"):
+        make_classification_zarr(tmp_path / "a.zarr", 10, noise=0.7)
+    ds = make_classification_zarr(tmp_path / "a.zarr", 10, random_state=None)
+    assert isinstance(ds.attrs["random_state"], int)
+    with pytest.raises(FileExistsError):
+        make_classification_zarr(tmp_path / "a.zarr", 10)
+    assert make_classification_zarr(tmp_path / "a.zarr", 20, overwrite=True).n_samples == 20

@@ -1,0 +1,78 @@
+"""Reading text in blocks of lines, format detection, the progress bar."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsvm.io.progress import ProgressBar
+from dsvm.io.text import byte_ranges, compression, detect_format, read_range, stream_blocks
+
+
+@st.composite
+def texts(draw):
+    lines = draw(st.lists(st.text("ab :.\r", max_size=30).map(lambda s: s.encode()), max_size=40))
+    return b"\n".join(lines) + (b"\n" if draw(st.booleans()) else b"")
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts(), st.integers(1, 60))
+def test_byte_ranges_cover_every_line_once(tmp_path_factory, text, block):
+    path = tmp_path_factory.mktemp("r") / "f.txt"
+    path.write_bytes(text)
+    pieces = [read_range(str(path), a, b) for a, b in byte_ranges(len(text), block)]
+    assert b"".join(pieces) == text
+    ends = np.cumsum([len(p) for p in pieces])
+    assert all(p.endswith(b"\n") or not p or end == len(text) for p, end in zip(pieces, ends))
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts(), st.integers(1, 60))
+def test_stream_blocks_cut_at_line_ends(text, block):
+    blocks = list(stream_blocks(io.BytesIO(text), block))
+    assert b"".join(blocks) == text
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
+
+
+def test_compression_and_format_detection(tmp_path):
+    svm = b"+1 1:0.5 3:1\n-1 2:1\n"
+    csv = b"1.5,2,0\n3,4,1\n"
+    for opener, kind in [(open, None), (gzip.open, "gzip"), (bz2.open, "bz2"), (lzma.open, "xz")]:
+        for content, fmt in [(svm, "libsvm"), (csv, "csv")]:
+            path = tmp_path / f"{fmt}-{kind}"
+            with opener(path, "wb") as f:
+                f.write(content)
+            assert compression(path) == kind
+            assert detect_format(path) == fmt
+    label_only = tmp_path / "labels"
+    label_only.write_bytes(b"1\n-1\n+1 4:2\n")
+    assert detect_format(label_only) == "libsvm"
+    assert detect_format(tmp_path / "x.npy.gz") == "npy"
+    assert detect_format(tmp_path / "x.tsv") == "csv"
+    odd = tmp_path / "odd"
+    odd.write_bytes(b"hello world\n")
+    with pytest.raises(ValueError, match="format="):
+        detect_format(odd)
+    np.save(tmp_path / "arr", np.ones(3))
+    (tmp_path / "arr.npy").rename(tmp_path / "arr.bin")
+    assert detect_format(tmp_path / "arr.bin") == "npy"
+
+
+def test_progress_bar():
+    out = io.StringIO()
+    bar = ProgressBar(2_000_000, label="parse x", unit="B", stream=out)
+    bar.update(1_000_000)
+    bar.close()
+    text = out.getvalue()
+    assert text.startswith("\rparse x [") and text.endswith("\n")
+    assert "1.0 MB/2.0 MB" in text and "50%" in text and "B/s" in text
+    silent = io.StringIO()
+    ProgressBar(10, enabled=False, stream=silent).update(5)
+    assert silent.getvalue() == ""
