@@ -78,15 +78,22 @@ def _encode_block(y_block, classes):
     return codes.astype(np.int32)
 
 
-def encode_labels(y, like: RowBlocks) -> tuple[np.ndarray, RowBlocks]:
-    """``classes`` (sorted unique labels) and integer codes aligned with ``like``."""
+def encode_labels(y, like: RowBlocks, classes: np.ndarray | None = None) -> tuple[np.ndarray, RowBlocks]:
+    """``classes`` (sorted unique labels) and integer codes aligned with ``like``.
+
+    ``classes`` may be given when already known (a dataset records its label
+    set at ingest), saving a pass; encoding still fails on any other label.
+    """
     if is_dask_array(y):
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1:
             raise ValueError(f"y must be 1-dimensional, got shape {y.shape}")
         y_rb = aligned_vector(y, like)
-        classes = y_rb.map_reduce(_unique_block, combine=_unique_combine)
+        if classes is not None:
+            classes = np.unique(np.asarray(classes)).astype(y.dtype, copy=False)
+        else:
+            classes = y_rb.map_reduce(_unique_block, combine=_unique_combine)
     else:
         y_arr = np.asarray(y)
         classes = np.unique(y_arr)

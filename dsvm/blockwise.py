@@ -199,12 +199,21 @@ class InMemoryBlocks(RowBlocks):
         return np.concatenate(self.blocks, axis=0)
 
 
-def _shared_key(obj: Any):
-    """Wrap one shared argument as a single graph key."""
+def _shared_key(obj: Any, scatter: bool = False):
+    """Wrap one shared argument as a single graph key.
+
+    With ``scatter`` and an active ``distributed.Client`` the object is sent
+    to the cluster once, ahead of the graph (feature maps can be tens of MB),
+    and the tasks refer to it by its future.
+    """
     import dask
 
     if is_dask_collection(obj):
         return obj
+    if scatter:
+        client = _active_client()
+        if client is not None:
+            return dask.delayed(client.scatter(obj, hash=False))
     return dask.delayed(obj, name=f"dsvm-shared-{uuid.uuid4().hex}", traverse=False)
 
 
@@ -258,6 +267,7 @@ class DaskBlocks(RowBlocks):
         self.array = array
         self.chunks = tuple(int(c) for c in array.chunks[0])
         self._delayed = None
+        self._futures = None
 
     @property
     def is_distributed(self) -> bool:
@@ -268,9 +278,50 @@ class DaskBlocks(RowBlocks):
             self._delayed = list(self.array.to_delayed().ravel())
         return self._delayed
 
+    def block_futures(self, client):
+        """The ``distributed`` futures of the blocks when the array is persisted there, else None."""
+        if self._futures is None:
+            from dask.core import flatten
+            from distributed import futures_of
+
+            futures = {f.key: f for f in futures_of(self.array)}
+            keys = list(flatten(self.array.__dask_keys__()))
+            self._futures = [futures.get(k) for k in keys] if futures else []
+        if not self._futures or any(f is None for f in self._futures):
+            return None
+        if self._futures[0].client is not client:
+            return None
+        return self._futures
+
+    def _map_reduce_futures(self, client, fn, aligned, shared, combine):
+        """``map_reduce`` straight on persisted futures: no graph to build or optimise."""
+        blocks = self.block_futures(client)
+        if blocks is None:
+            return None
+        extra = []
+        for a in aligned:
+            if a is None:
+                extra.append([None] * len(blocks))
+                continue
+            fut = a.block_futures(client) if isinstance(a, DaskBlocks) else None
+            if fut is None:
+                return None
+            extra.append(fut)
+        parts = [client.submit(fn, b, *[e[i] for e in extra], *shared, pure=False) for i, b in enumerate(blocks)]
+        if len(parts) == 1:
+            parts = [client.submit(combine, parts, pure=False)]
+        while len(parts) > 1:
+            parts = [client.submit(combine, parts[i : i + TREE_FANIN], pure=False) for i in range(0, len(parts), TREE_FANIN)]
+        return parts[0].result()
+
     def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
         import dask
 
+        client = _active_client()
+        if client is not None:
+            result = self._map_reduce_futures(client, fn, aligned, shared, combine)
+            if result is not None:
+                return result
         blocks = self.delayed_blocks()
         extra = [a.delayed_blocks() if a is not None else [None] * len(blocks) for a in aligned]
         shared_keys = [_shared_key(s) for s in shared]
@@ -287,7 +338,7 @@ class DaskBlocks(RowBlocks):
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
         import dask.array as da
 
-        args = [a.array if a is not None else None for a in aligned] + [_shared_key(s) for s in shared]
+        args = [a.array if a is not None else None for a in aligned] + [_shared_key(s, scatter=True) for s in shared]
         if n_cols is None:
             chunks = (self.array.chunks[0],)
             meta = np.empty((0,), dtype=dtype)

@@ -140,6 +140,21 @@ def make_cluster(spec: dict[str, Any], where: str = "cluster spec"):
     return cluster
 
 
+# glibc malloc settings for worker processes.  distributed sets
+# MALLOC_TRIM_THRESHOLD_=65536 so that workers hand freed memory back to the OS;
+# setting it also switches off glibc's adaptive mmap threshold, so every
+# temporary above 128 KiB is mmap-ed and page-faulted afresh.  Measured here,
+# one fused Newton pass over an 8140 x 500 block took 10.5 ms with that setting
+# and 4.2 ms with the values below (temporaries under 16 MiB reuse the heap;
+# feature blocks, larger, are still mmap-ed and returned when freed).
+WORKER_MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(16 * 2**20), "MALLOC_MMAP_THRESHOLD_": str(16 * 2**20)}
+
+
+def worker_environment_config() -> dict[str, str]:
+    """``dask.config`` overrides that give worker processes :data:`WORKER_MALLOC_ENV`."""
+    return {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_MALLOC_ENV.items()}
+
+
 def local_cluster_kwargs(**overrides: Any) -> dict[str, Any]:
     """Keyword arguments of the default ``LocalCluster`` for this machine.
 
@@ -191,15 +206,18 @@ def connect(
         client = Client(scheduler_file=str(scheduler_file), timeout="30s")
         logger.info("attached to scheduler from %s", scheduler_file)
     else:
-        if cluster_spec is None:
-            from distributed import LocalCluster
+        import dask.config
 
-            cluster = LocalCluster(**local_cluster_kwargs(**(local or {})))
-        else:
-            where = "cluster spec" if isinstance(cluster_spec, dict) else str(cluster_spec)
-            spec = cluster_spec if isinstance(cluster_spec, dict) else load_cluster_spec(cluster_spec)
-            spec = validate_cluster_spec(spec, where)
-            cluster = make_cluster(spec, where)
+        with dask.config.set(worker_environment_config()):
+            if cluster_spec is None:
+                from distributed import LocalCluster
+
+                cluster = LocalCluster(**local_cluster_kwargs(**(local or {})))
+            else:
+                where = "cluster spec" if isinstance(cluster_spec, dict) else str(cluster_spec)
+                spec = cluster_spec if isinstance(cluster_spec, dict) else load_cluster_spec(cluster_spec)
+                spec = validate_cluster_spec(spec, where)
+                cluster = make_cluster(spec, where)
         try:
             client = Client(cluster)
             n_wait = spec.get("wait_for_workers") if cluster_spec is not None else None

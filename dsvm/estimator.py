@@ -202,8 +202,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         """
         self._check_params()
         t_start = time.perf_counter()
+        known_classes = getattr(X, "classes", None) if y is None and hasattr(X, "X") else None
         X_rb, y, sw, checked = self._prepare_fit_input(X, y, sample_weight, _check_labels)
-        classes, codes = encode_labels(y, X_rb)
+        classes, codes = encode_labels(y, X_rb, known_classes)
         if classes.size < 2:
             raise ValueError(
                 f"the training labels hold {classes.size} class ({classes.tolist()}); a classifier needs at least 2"

@@ -181,8 +181,27 @@ def sq_distances(X, prep: PreparedLandmarks) -> np.ndarray:
     return out
 
 
+# Sparse rows with at most this many features are densified slab by slab
+# (DENSIFY_SLAB_ROWS rows at a time) and go through the dense GEMM path:
+# multithreaded BLAS beats scipy's single-threaded sparse product there, and the
+# shift of the RBF kernel applies.  Wider sparse data (text, one-hot of large
+# vocabularies) keeps the CSR path, which never densifies.
+DENSIFY_MAX_FEATURES = 1024
+DENSIFY_SLAB_ROWS = 8192
+
+
 def kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
     """Kernel matrix ``K(X, landmarks)`` of one row block, dense, in ``prep.dtype``."""
+    if sp.issparse(X) and X.shape[1] <= DENSIFY_MAX_FEATURES and X.shape[0] > 0:
+        Xs = _as_csr(X)
+        out = np.empty((Xs.shape[0], prep.landmarks.shape[0]), dtype=prep.dtype)
+        for s in range(0, Xs.shape[0], DENSIFY_SLAB_ROWS):
+            out[s : s + DENSIFY_SLAB_ROWS] = _kernel_block(Xs[s : s + DENSIFY_SLAB_ROWS].toarray(), prep)
+        return out
+    return _kernel_block(X, prep)
+
+
+def _kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
     spec = prep.spec
     if spec.name == "rbf":
         K = sq_distances(X, prep)

@@ -20,10 +20,21 @@ def _data(seed=0, n=40, p=7, k=9, density=0.4, offset=0.0):
     return X, L
 
 
+@pytest.fixture(params=["densified", "csr"])
+def sparse_mode(request, monkeypatch):
+    import dsvm.kernels
+
+    if request.param == "csr":
+        monkeypatch.setattr(dsvm.kernels, "DENSIFY_MAX_FEATURES", 0)
+    else:
+        monkeypatch.setattr(dsvm.kernels, "DENSIFY_SLAB_ROWS", 7)  # several slabs
+    return request.param
+
+
 @pytest.mark.parametrize("name", ["rbf", "poly", "sigmoid", "linear"])
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-10), (np.float32, 2e-5)])
-def test_kernel_block_matches_sklearn(name, sparse, dtype, rtol):
+def test_kernel_block_matches_sklearn(name, sparse, dtype, rtol, sparse_mode):
     X, L = _data()
     spec = make_kernel_spec(name, gamma=0.3, degree=3, coef0=0.7)
     Xin = sp.csr_matrix(X) if sparse else X
@@ -33,7 +44,7 @@ def test_kernel_block_matches_sklearn(name, sparse, dtype, rtol):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_rbf_float32_is_accurate_far_from_the_origin(sparse):
+def test_rbf_float32_is_accurate_far_from_the_origin(sparse, sparse_mode):
     # ||x||² ~ 1e6 would cancel catastrophically in float32 without the shift.
     X, L = _data(offset=1000.0, density=1.0)
     spec = make_kernel_spec("rbf", gamma=0.05)
@@ -42,7 +53,15 @@ def test_rbf_float32_is_accurate_far_from_the_origin(sparse):
     np.testing.assert_allclose(K, rbf_kernel(X, L, gamma=0.05), atol=5e-5)
 
 
-def test_sparse_block_is_not_densified(monkeypatch):
+@pytest.fixture
+def sparse_path(monkeypatch):
+    """Force the CSR code path (normally taken for more than 1024 features)."""
+    import dsvm.kernels
+
+    monkeypatch.setattr(dsvm.kernels, "DENSIFY_MAX_FEATURES", 0)
+
+
+def test_sparse_block_is_not_densified(monkeypatch, sparse_path):
     X, L = _data()
     Xs = sp.csr_matrix(X)
     spec = make_kernel_spec("rbf", gamma=0.3)
