@@ -1,6 +1,7 @@
 """dsvm — large-scale kernel SVMs on Dask (LA-SN: Nyström features + semismooth Newton)."""
 
 from . import config  # noqa: F401  (registers the dsvm.* defaults in dask.config)
+from .checkpoint import CheckpointMismatchError
 from .estimator import NystroemSVC
 from .io import Dataset, InvalidDatasetError, ingest, make_classification_zarr, open_dataset, write_dataset
 from .kernels import KernelSpec, kernel_matrix
@@ -20,6 +21,7 @@ __all__ = [
     "FeatureMap",
     "fit_feature_map",
     "save_model",
+    "CheckpointMismatchError",
     "Dataset",
     "InvalidDatasetError",
     "ingest",

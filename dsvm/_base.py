@@ -34,6 +34,7 @@ from .blockwise import (
     lazy_result,
     task_memory_budget,
 )
+from .checkpoint import Checkpoint, data_fingerprint, restore_done, restore_feature_map, restore_solver_state
 from .kernels import KERNELS, make_kernel_spec
 from .landmarks import LANDMARK_METHODS, select_landmarks
 from .nystroem import fit_feature_map
@@ -94,9 +95,13 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
     )
 
 
+def problem_stats_label(label):
+    return label.item() if hasattr(label, "item") else label
+
+
 def problem_stats(res, label) -> dict:
     return {
-        "class": label.item() if hasattr(label, "item") else label,
+        "class": problem_stats_label(label),
         "method": res.method,
         "n_iter": res.n_iter,
         "n_passes": res.n_passes,
@@ -118,12 +123,12 @@ class NystroemBase(BaseEstimator):
 
     _solvers: tuple[str, ...] = SOLVERS
 
-    def _solve(self, op, dim: int, hessian: str, label: str):
+    def _solve(self, op, dim: int, hessian: str, label: str, resume=None, on_state=None):
         """Run the chosen solver on one problem's operator."""
         options = dict(self.solver_options or {})
         if self.solver == "newton":
             return semismooth_newton(op, dim, tol=self.tol, max_iter=self.max_iter, hessian=hessian, label=label,
-                                     **options)
+                                     resume=resume, on_state=on_state, **options)
         if self.solver == "tron":
             return trust_region_newton(op, dim, tol=self.tol, max_iter=self.max_iter, label=label, **options)
         if self.solver == "dcd":
@@ -261,11 +266,17 @@ class NystroemBase(BaseEstimator):
         ``make_operator(feature_blocks, aligned, j)`` returns the operator of
         problem ``j``; ``labels[j]`` names it in logs and ``solver_stats_``.
         """
-        fmap, lm, gamma, timing = self._feature_map(X_rb)
+        ckpt, state = self._open_checkpoint(X_rb, aligned[0])
+        if state is not None:
+            fmap, lm_indices, gamma = restore_feature_map(state)
+            timing = {"landmark_seconds": 0.0, "landmark_passes": 0}
+            done, resume, first = restore_done(state), restore_solver_state(state), int(state["meta"]["problem"])
+        else:
+            fmap, lm, gamma, timing = self._feature_map(X_rb)
+            lm_indices, done, resume, first = lm.indices, [], None, 0
         r = fmap.n_output
         coef = np.zeros((len(labels), r))
         intercept = np.zeros(len(labels))
-        objectives, n_iters, stats = [], [], []
         t0 = time.perf_counter()
         with FeatureStore(X_rb, fmap, self.feature_store, check_finite=not checked) as store:
             if X_rb.is_distributed and store.kind == "memory":
@@ -273,20 +284,33 @@ class NystroemBase(BaseEstimator):
             timing["feature_seconds"] = time.perf_counter() - t0
             hessian = self.hessian if self.hessian != "auto" else choose_hessian(X_rb.n_rows, r + 1, X_rb.is_distributed)
             for j, label in enumerate(labels):
+                if j < len(done):  # solved before the interruption
+                    continue
                 op = make_operator(store.blocks, aligned, j)
-                prefix = f"[class {label!r}] " if len(labels) > 1 else ""
-                res = self._solve(op, r + 1, hessian, prefix)
+                prefix = f"[class {problem_stats_label(label)!r}] " if len(labels) > 1 else ""
+                on_state = None
+                if ckpt is not None:
+                    def on_state(st, j=j):
+                        ckpt.save(fmap, lm_indices, gamma, done, j, st)
+                res = self._solve(op, r + 1, hessian, prefix, resume=resume if j == first else None, on_state=on_state)
                 warn_if_not_converged(res, self.tol, prefix)
-                coef[j], intercept[j] = res.x[:-1], res.x[-1]
-                objectives.append(res.objective)
-                n_iters.append(res.n_iter)
-                stats.append(problem_stats(res, label))
+                done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
+                             "stats": {k: v for k, v in problem_stats(res, label).items() if k != "class"}})
+                if ckpt is not None:
+                    ckpt.save(fmap, lm_indices, gamma, done, j + 1, None)
             kind = store.kind
+        for j, d in enumerate(done):
+            coef[j], intercept[j] = d["x"][:-1], d["x"][-1]
+        objectives = [d["objective"] for d in done]
+        n_iters = [d["n_iter"] for d in done]
+        stats = [dict(d["stats"], **{"class": problem_stats_label(label)}) for d, label in zip(done, labels)]
+        if ckpt is not None:
+            ckpt.remove()
 
         self.feature_map_ = fmap
         self.gamma_ = gamma
         self.components_ = fmap.components
-        self.component_indices_ = lm.indices
+        self.component_indices_ = lm_indices
         self.normalization_ = fmap.normalization
         self.coef_ = coef
         self.intercept_ = intercept
@@ -308,6 +332,19 @@ class NystroemBase(BaseEstimator):
             X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
             self.solver_stats_["solve_seconds"],
         )
+
+    def _open_checkpoint(self, X_rb: RowBlocks, y_rb: RowBlocks):
+        """``(Checkpoint, saved state or None)``, or ``(None, None)`` without ``checkpoint``."""
+        path = getattr(self, "checkpoint", None)
+        if path is None:
+            return None, None
+        if self.solver != "newton":
+            raise ValueError(f"checkpoint needs solver='newton', got solver={self.solver!r}")
+        params = {k: v for k, v in self.get_params(deep=False).items() if k != "checkpoint"}
+        if not isinstance(params.get("random_state"), (int, np.integer, type(None))):
+            raise ValueError("checkpoint needs random_state to be an int (or None): a resumed fit must draw the same landmarks")
+        ckpt = Checkpoint(path, params, data_fingerprint(X_rb, y_rb))
+        return ckpt, ckpt.load()
 
     # ------------------------------------------------------------------ predict
     def _validate_predict_input(self, X) -> tuple[RowBlocks, bool]:

@@ -312,7 +312,7 @@ class DaskBlocks(RowBlocks):
             parts = [client.submit(combine, parts, pure=False)]
         while len(parts) > 1:
             parts = [client.submit(combine, parts[i : i + TREE_FANIN], pure=False) for i in range(0, len(parts), TREE_FANIN)]
-        return parts[0].result()
+        return _gather(client, [parts[0]])[0]
 
     def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
         import dask
@@ -332,7 +332,7 @@ class DaskBlocks(RowBlocks):
             parts = [add(parts)]
         while len(parts) > 1:
             parts = [add(parts[i : i + TREE_FANIN]) for i in range(0, len(parts), TREE_FANIN)]
-        (result,) = dask.compute(parts[0])
+        (result,) = compute(parts[0])
         return result
 
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
@@ -366,7 +366,7 @@ class DaskBlocks(RowBlocks):
         for b in np.unique(block_of):
             local = sorted_idx[block_of == b] - offsets[b]
             pieces.append(dask.delayed(_take_block_rows, pure=True)(blocks[b], local))
-        parts = dask.compute(*pieces)
+        parts = compute(*pieces)
         if parts and sp.issparse(parts[0]):
             rows = sp.vstack(parts, format="csr")
         else:
@@ -385,7 +385,7 @@ class DaskBlocks(RowBlocks):
         current = _shared_key(state)
         for i in (range(len(blocks)) if order is None else order):
             current = step(blocks[i], *[e[i] for e in extra], current, *shared_keys)
-        (result,) = dask.compute(current)
+        (result,) = compute(current)
         return result
 
     def iter_blocks(self, batch: int = 4):
@@ -393,7 +393,7 @@ class DaskBlocks(RowBlocks):
 
         blocks = self.delayed_blocks()
         for i in range(0, len(blocks), batch):
-            yield from dask.compute(*blocks[i : i + batch])
+            yield from compute(*blocks[i : i + batch])
 
     def split_blocks(self, min_blocks: int, max_rows: int | None = None, min_rows: int = 2048) -> "DaskBlocks":
         """Split blocks (never merge them): at least about ``min_blocks`` blocks, none
@@ -429,7 +429,7 @@ class DaskBlocks(RowBlocks):
         offsets = self.offsets
         blocks = self.delayed_blocks()
         write = dask.delayed(_write_zarr_block, pure=False)
-        dask.compute(*[write(b, path, int(offsets[i])) for i, b in enumerate(blocks)])
+        compute(*[write(b, path, int(offsets[i])) for i, b in enumerate(blocks)])
         read = dask.delayed(_read_zarr_block, pure=True)
         n_cols = self.array.shape[1]
         parts = [
@@ -443,13 +443,65 @@ class DaskBlocks(RowBlocks):
         array = self.array.persist()
         client = _active_client()
         if client is not None:
-            from distributed import wait
+            from distributed import futures_of
 
-            wait(array)
+            _gather(client, futures_of(array), results=False)
         return DaskBlocks(array)
 
     def compute(self):
         return self.array.compute()
+
+
+class NoWorkersError(RuntimeError):
+    """The distributed cluster has had no worker for longer than ``dsvm.no-worker-timeout``."""
+
+
+def compute(*collections):
+    """``dask.compute`` that, on a distributed cluster, fails clearly when no worker is left."""
+    import dask
+
+    client = _active_client()
+    if client is None:
+        return dask.compute(*collections)
+    return tuple(_gather(client, client.compute(list(collections))))
+
+
+def _gather(client, futures, results: bool = True):
+    """Wait for ``futures``; raise if the cluster has had no worker for ``dsvm.no-worker-timeout`` s.
+
+    Lost workers are otherwise handled by Dask: their blocks are recomputed
+    (re-read from zarr) on the remaining workers.
+    """
+    import time
+
+    from distributed import wait
+
+    from . import config
+
+    limit = float(config.get("no-worker-timeout"))
+    alone_since = None
+    while futures:
+        try:
+            wait(futures, timeout=2.0)
+            break
+        except TimeoutError:
+            pass
+        try:
+            n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        except TypeError:  # older distributed
+            n_workers = len(client.scheduler_info()["workers"])
+        except Exception:  # the scheduler itself is gone: let gather raise its error
+            n_workers = 1
+        if n_workers:
+            alone_since = None
+            continue
+        alone_since = alone_since or time.monotonic()
+        if time.monotonic() - alone_since > limit:
+            raise NoWorkersError(
+                f"no Dask workers left for {limit:.0f} s; the fit cannot continue. Start workers for the "
+                "scheduler, or rerun with a checkpoint (--checkpoint) to resume where it stopped"
+            )
+    return client.gather(futures) if results else None
 
 
 def _active_client():
@@ -536,6 +588,16 @@ def aligned_vector(v, like: RowBlocks) -> RowBlocks:
     v = np.asarray(v)
     off = like.offsets
     return InMemoryBlocks([v[off[i] : off[i + 1]] for i in range(like.n_blocks)])
+
+
+def row_index_blocks(like: RowBlocks) -> RowBlocks:
+    """The global row index of every row, blocked like ``like`` (lazy for Dask)."""
+    if isinstance(like, DaskBlocks):
+        import dask.array as da
+
+        return DaskBlocks(da.arange(like.n_rows, chunks=(like.array.chunks[0],), dtype=np.int64))
+    off = like.offsets
+    return InMemoryBlocks([np.arange(off[i], off[i + 1], dtype=np.int64) for i in range(like.n_blocks)])
 
 
 def lazy_result(rb: RowBlocks):

@@ -225,6 +225,8 @@ def cmd_train(args) -> int:
         feature_store=args.feature_store, random_state=args.random_state,
     )
     model = NystroemSVC(**params)
+    if args.checkpoint:
+        model.set_params(checkpoint=args.checkpoint)
     if not Path(args.data).exists():
         raise UserError(f"{args.data}: no such file or dataset")
     with tempfile.TemporaryDirectory(prefix="dsvm-") as tmp, _connect(args):
@@ -349,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args)
+    from .blockwise import NoWorkersError
     from .cluster import ClusterSpecError
     from .model_io import ModelFileError
     from .pipeline import PipelineError
@@ -357,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         _check_cluster_args(args)
         return COMMANDS[args.command](args)
     except (UserError, ClusterSpecError, ModelFileError, PipelineError, FileNotFoundError, FileExistsError,
-            ValueError, PermissionError) as exc:
+            ValueError, PermissionError, MemoryError, NoWorkersError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         print(f"dsvm {args.command}: error: {msg}", file=sys.stderr)
         return EXIT_USER_ERROR

@@ -20,6 +20,10 @@ block-bytes
 task-memory-share
     A block may use at most worker memory / (threads x this number), as a
     task holds several block-sized temporaries.
+no-worker-timeout
+    Seconds a fit waits on a distributed cluster that has no worker left
+    before failing with a clear error (lost workers are otherwise replaced by
+    recomputing their blocks on the others).
 disk-bandwidth, flops-per-thread
     Rough machine constants of the feature-store cost model (bytes/s, flop/s).
 
@@ -39,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "task-memory-share": 16,
     "disk-bandwidth": 1.0e9,
     "flops-per-thread": 2.5e10,
+    "no-worker-timeout": 60.0,
 }
 
 dask.config.update_defaults({"dsvm": DEFAULTS})

@@ -54,7 +54,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         Half-width of the insensitive tube (scikit-learn's ``LinearSVR`` default).
     kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian,
     tol, max_iter, fit_intercept, dtype, eig_rtol, kmeans_iter, feature_store,
-    block_rows, solver_options, random_state
+    block_rows, solver_options, checkpoint, random_state
         As in :class:`~dsvm.NystroemSVC`.
 
     Attributes
@@ -89,6 +89,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         feature_store="auto",
         block_rows=None,
         solver_options=None,
+        checkpoint=None,
         random_state=None,
     ):
         self.kernel = kernel
@@ -110,6 +111,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         self.feature_store = feature_store
         self.block_rows = block_rows
         self.solver_options = solver_options
+        self.checkpoint = checkpoint
         self.random_state = random_state
 
     def fit(self, X, y=None, sample_weight=None):

@@ -18,35 +18,14 @@ import numpy as np
 import pytest
 
 from conftest import make_circles_problem
+from procs import spawn, stop
 
 pytestmark = pytest.mark.slow
 
 TRAIN = ["-C", "10", "--gamma", "0.2", "-k", "120", "--random-state", "0", "--tol", "1e-6"]
 
 
-def _spawn(args: list[str], log: Path) -> subprocess.Popen:
-    # own session: the finaliser can signal the process group (worker nanny + its child)
-    return subprocess.Popen([sys.executable, "-m", *args], stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + 15
-    for proc in procs:
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=5)
+_spawn, _stop = spawn, stop
 
 
 @pytest.fixture(scope="module")

@@ -118,6 +118,8 @@ def semismooth_newton(
     refresh_every: int = 10,
     callback=None,
     label: str = "",
+    resume: dict | None = None,
+    on_state=None,
 ) -> SolverResult:
     """Minimise ``½‖w‖² + L(w, b)`` by the semismooth Newton method.
 
@@ -143,6 +145,13 @@ def semismooth_newton(
         Called as ``callback(iteration, x, info_dict)`` after each iteration.
     label : str
         Prefix for log lines (e.g. the class being fitted).
+    resume : dict, optional
+        A state given earlier to ``on_state``: the solve continues from it
+        exactly as if it had not been interrupted.
+    on_state : callable, optional
+        Called as ``on_state(state)`` after each iteration (before its log
+        line) with everything needed to resume: a dict of numpy arrays and
+        numbers (the checkpoint of :mod:`dsvm.checkpoint`).
     """
     if hessian not in ("gram", "cg"):
         raise ValueError(f"hessian must be 'gram' or 'cg', got {hessian!r}")
@@ -153,23 +162,35 @@ def semismooth_newton(
     use_gram = hessian == "gram"
     passes0 = op.n_passes
 
-    res = op.evaluate(x, x, (), "full" if use_gram else "none")
-    H_loss = res.hess
-    f = _objective(reg, x, res.loss)
-    g = reg * x + res.grad
-    if x0 is None or not np.any(x):
-        g_ref = float(np.linalg.norm(g))
-    else:
-        zero = np.zeros(dim)
-        g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
-    g_ref = max(g_ref, np.finfo(float).tiny)
     history: list[dict] = []
     grid = BACKTRACK ** np.arange(MAX_BACKTRACKS + 1)
-    last_full = 0
-    prev_changed, prev_active = None, res.n_active
-    converged, stop_reason, it = False, "max_iter", 0
+    if resume is not None:
+        if int(resume["dim"]) != dim or str(resume["hessian"]) != hessian:
+            raise ValueError("the saved solver state belongs to a problem of another size or method")
+        x, f, g = np.array(resume["x"], dtype=np.float64), float(resume["f"]), np.array(resume["g"], dtype=np.float64)
+        H_loss = np.array(resume["H_loss"]) if use_gram else None
+        g_ref, last_full = float(resume["g_ref"]), int(resume["last_full"])
+        prev_changed = None if int(resume["prev_changed"]) < 0 else int(resume["prev_changed"])
+        prev_active, first_it = int(resume["prev_active"]), int(resume["it"]) + 1
+        history = list(resume.get("history", []))
+        logger.info("%snewton: resuming after iteration %d (obj=%.8e)", label, first_it - 1, f)
+    else:
+        res = op.evaluate(x, x, (), "full" if use_gram else "none")
+        H_loss = res.hess
+        f = _objective(reg, x, res.loss)
+        g = reg * x + res.grad
+        if x0 is None or not np.any(x):
+            g_ref = float(np.linalg.norm(g))
+        else:
+            zero = np.zeros(dim)
+            g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
+        g_ref = max(g_ref, np.finfo(float).tiny)
+        last_full = 0
+        prev_changed, prev_active = None, res.n_active
+        first_it = 1
+    converged, stop_reason, it = False, "max_iter", first_it - 1
 
-    for it in range(1, max_iter + 1):
+    for it in range(first_it, max_iter + 1):
         t_iter = time.perf_counter()
         gnorm = float(np.linalg.norm(g))
         if gnorm <= tol * g_ref:
@@ -243,6 +264,12 @@ def semismooth_newton(
             "seconds": time.perf_counter() - t_iter,
         }
         history.append(info)
+        if on_state is not None:
+            on_state({
+                "dim": dim, "hessian": hessian, "x": x, "f": f, "g": g, "g_ref": g_ref, "it": it,
+                "last_full": last_full, "prev_changed": -1 if prev_changed is None else prev_changed,
+                "prev_active": prev_active, "H_loss": H_loss if use_gram else np.zeros(0), "history": history,
+            })
         logger.info(
             "%snewton it=%d obj=%.8e |g|=%.3e |A|=%d cg=%d t=%.3g H=%s %.3fs",
             label, it, f, info["grad_norm"], res1.n_active, cg_steps, t, mode, info["seconds"],

@@ -1,0 +1,193 @@
+"""Checkpoints of a running fit: resume after a crash, Ctrl-C or a pre-empted job.
+
+With ``NystroemSVC(checkpoint="fit.ckpt.npz")`` (CLI ``--checkpoint``) the
+state of the fit is written after every Newton iteration: the estimator's
+parameters, a fingerprint of the data, the Nyström map (landmarks and M), the
+results of the binary problems already solved and the full semismooth Newton
+state of the current one (x, gradient, the accumulated Gram matrix, the
+counters of the update rule).  Fitting again with the same checkpoint path
+skips the landmark stage and continues with the next iteration, so the
+resumed model equals the uninterrupted one.  The file is removed when the fit
+completes.
+
+A checkpoint of other data or other parameters is refused
+(:class:`CheckpointMismatchError`).  Files are ``.npz`` + JSON like model files
+(:mod:`dsvm.model_io`): written atomically, read with ``allow_pickle=False``.
+
+The data fingerprint is chunking-independent: per-column sums, sums of
+squares and sums weighted by a hash of the row index, plus label statistics,
+computed in one pass and compared to a relative tolerance of 1e-9.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .model_io import ModelFileError, atomic_write_npz, meta_array, read_npz
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "dsvm-checkpoint"
+FINGERPRINT_RTOL = 1e-9
+
+
+class CheckpointMismatchError(ValueError):
+    """The checkpoint belongs to other data or other parameters."""
+
+
+def _row_weights(offset: int, n: int) -> np.ndarray:
+    """Pseudo-random weights in [0, 1) from the global row index (Knuth's multiplicative hash)."""
+    idx = np.arange(offset, offset + n, dtype=np.uint64)
+    return ((idx * np.uint64(2654435761)) % np.uint64(2**32)).astype(np.float64) / 2.0**32
+
+
+def _fingerprint_block(X_block, y_block, rows_block):
+    """Sums over the rows of one block; additive, so blocks may be cut anywhere."""
+    offset = int(rows_block[0]) if len(rows_block) else 0
+    w = _row_weights(offset, X_block.shape[0])
+    y = np.asarray(y_block)
+    y_num = y.astype(np.float64) if y.dtype.kind in "biuf" else np.array([hash(str(v)) % 1000 for v in y], dtype=np.float64)
+    if sp.issparse(X_block):
+        Xs = X_block.tocsr().astype(np.float64)
+        col = np.asarray(Xs.sum(axis=0)).ravel()
+        colsq = np.asarray(Xs.multiply(Xs).sum(axis=0)).ravel()
+        colw = np.asarray(Xs.T @ w).ravel()
+    else:
+        Xd = np.asarray(X_block, dtype=np.float64)
+        col, colsq, colw = Xd.sum(axis=0), (Xd * Xd).sum(axis=0), Xd.T @ w
+    return np.concatenate([col, colsq, colw, [y_num.sum(), (y_num * y_num).sum(), y_num @ w, float(len(y))]])
+
+
+def data_fingerprint(X_rb, y_rb) -> np.ndarray:
+    """A vector summarising X and y (see the module docstring); one pass."""
+    from .blockwise import row_index_blocks
+
+    return np.asarray(X_rb.map_reduce(_fingerprint_block, aligned=(y_rb, row_index_blocks(X_rb))), dtype=np.float64)
+
+
+def _same_fingerprint(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape:
+        return False
+    scale = np.maximum(np.abs(a), np.abs(b))
+    return bool(np.all(np.abs(a - b) <= FINGERPRINT_RTOL * scale + 1e-12))
+
+
+def _json_params(params: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(params, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+
+
+class Checkpoint:
+    """One checkpoint file for one fit.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.npz`` file.
+    params : dict
+        The estimator parameters that determine the model (compared on load).
+    fingerprint : ndarray
+        :func:`data_fingerprint` of the training data.
+    """
+
+    def __init__(self, path: str | os.PathLike, params: dict[str, Any], fingerprint: np.ndarray):
+        self.path = Path(path)
+        self.params = _json_params(params)
+        self.fingerprint = np.asarray(fingerprint, dtype=np.float64)
+
+    def load(self) -> dict[str, Any] | None:
+        """The saved state, ``None`` if there is no file; refuses a foreign checkpoint."""
+        if not self.path.exists():
+            return None
+        try:
+            meta, arrays = read_npz(self.path, FORMAT)
+        except ModelFileError as exc:
+            raise CheckpointMismatchError(f"{exc}; delete it to start afresh") from None
+        if meta.get("params") != self.params:
+            diff = sorted(k for k in set(self.params) | set(meta.get("params", {}))
+                          if self.params.get(k) != meta.get("params", {}).get(k))
+            raise CheckpointMismatchError(
+                f"checkpoint {self.path} was written with other parameters ({', '.join(diff)}); "
+                "use the same parameters or delete it to start afresh"
+            )
+        if not _same_fingerprint(arrays.get("fingerprint", np.zeros(0)), self.fingerprint):
+            raise CheckpointMismatchError(
+                f"checkpoint {self.path} was written for other data; use the same data or delete it to start afresh"
+            )
+        state = {"meta": meta, "arrays": arrays}
+        logger.info("checkpoint %s: resuming (problem %d, iteration %d)", self.path,
+                    meta["problem"], meta["solver"].get("it", 0) if meta.get("solver") else 0)
+        return state
+
+    def save(self, fmap, lm_indices, gamma: float, done: list[dict], problem: int, solver_state: dict | None) -> None:
+        """Write the state atomically (see the module docstring)."""
+        arrays = {
+            "fingerprint": self.fingerprint,
+            "components": fmap.components,
+            "normalization": fmap.normalization,
+            "eigenvalues": fmap.eigenvalues,
+        }
+        if lm_indices is not None:
+            arrays["component_indices"] = np.asarray(lm_indices)
+        for j, d in enumerate(done):
+            arrays[f"done_{j}_x"] = d["x"]
+        solver_meta = None
+        if solver_state is not None:
+            solver_meta = {k: v for k, v in solver_state.items() if k not in ("x", "g", "H_loss")}
+            for k in ("x", "g", "H_loss"):
+                arrays[f"solver_{k}"] = np.asarray(solver_state[k])
+        meta = {
+            "format": FORMAT,
+            "format_version": 1,
+            "params": self.params,
+            "gamma": float(gamma),
+            "dtype": np.dtype(fmap.dtype).name,
+            "kernel": fmap.spec.to_dict(),
+            "done": [{k: v for k, v in d.items() if k != "x"} for d in done],
+            "problem": int(problem),
+            "solver": solver_meta,
+        }
+        arrays["__meta__"] = meta_array(meta)
+        atomic_write_npz(self.path, arrays)
+
+    def remove(self) -> None:
+        if self.path.exists():
+            self.path.unlink()
+            logger.info("checkpoint %s removed (fit complete)", self.path)
+
+
+def restore_feature_map(state: dict):
+    """The :class:`~dsvm.nystroem.FeatureMap` and landmark indices saved in a checkpoint."""
+    from .kernels import KernelSpec
+    from .nystroem import FeatureMap
+
+    meta, a = state["meta"], state["arrays"]
+    fmap = FeatureMap(
+        spec=KernelSpec.from_dict(meta["kernel"]),
+        components=a["components"],
+        normalization=a["normalization"],
+        eigenvalues=a["eigenvalues"],
+        dtype=np.dtype(meta["dtype"]),
+    )
+    return fmap, a.get("component_indices"), float(meta["gamma"])
+
+
+def restore_solver_state(state: dict) -> dict | None:
+    meta, a = state["meta"], state["arrays"]
+    if meta.get("solver") is None:
+        return None
+    out = dict(meta["solver"])
+    for k in ("x", "g", "H_loss"):
+        out[k] = a[f"solver_{k}"]
+    return out
+
+
+def restore_done(state: dict) -> list[dict]:
+    meta, a = state["meta"], state["arrays"]
+    return [dict(d, x=a[f"done_{j}_x"]) for j, d in enumerate(meta["done"])]
