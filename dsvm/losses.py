@@ -73,11 +73,6 @@ def _augmented_gram(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarra
     return G
 
 
-def _augmented_tdot(F: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """``[F 1]ᵀ s``."""
-    return np.concatenate([tdot(F, s), [np.sum(s)]])
-
-
 # --------------------------------------------------------------------------
 # The two residual models: (residual, d residual²/dm factor, active) of margins
 
@@ -104,35 +99,59 @@ def _eps_residual_grid(m0, dm, t, y, eps):
 
 
 def _fused_pass(F, c, params, residual, residual_grid):
-    """Shared body of the fused Newton pass (see :func:`sqhinge_pass`)."""
+    """Shared body of the fused Newton pass (see :func:`sqhinge_pass`).
+
+    Runs over slabs of :data:`SLAB_ROWS` rows so that the two GEMVs, the
+    line-search grid, the gradient product and the Gram update of a slab all
+    read it from cache: one trip through memory per pass, and temporaries of a
+    slab's size only.  ``residual(m, sl)`` and ``residual_grid(m0, dm, t, sl)``
+    evaluate the loss model on the rows ``sl``.
+    """
     x0, x1 = params["x0"], params["x1"]
     t_grid = np.asarray(params.get("t_grid", ()), dtype=np.float64)
     hessian = params.get("hessian", "none")
-    m1 = margins(F, x1)
-    rho1, slope1 = residual(m1)
-    active = rho1 > 0.0
-    out = {
-        "loss": float(np.dot(c, rho1 * rho1)),
-        "grad": _augmented_tdot(F, c * slope1),
-        "n_active": int(active.sum()),
-        "n_changed": 0,
-        "loss_grid": np.zeros(t_grid.size),
-        "hess": None,
+    n, r = F.shape
+    w1 = x1[:-1].astype(F.dtype, copy=False)
+    need0 = t_grid.size > 0 or hessian == "delta"
+    w0 = x0[:-1].astype(F.dtype, copy=False) if need0 else None
+    loss, n_active, n_changed = 0.0, 0, 0
+    grad = np.zeros(r + 1)
+    loss_grid = np.zeros(t_grid.size)
+    hess = np.zeros((r + 1, r + 1)) if hessian in ("full", "delta") else None
+    for s in range(0, n, SLAB_ROWS):
+        sl = slice(s, min(s + SLAB_ROWS, n))
+        Fs, cs = F[sl], c[sl]
+        m1 = (Fs @ w1).astype(np.float64) + x1[-1]
+        rho1, slope1 = residual(m1, sl)
+        active = rho1 > 0.0
+        loss += float(np.dot(cs, rho1 * rho1))
+        g = cs * slope1
+        grad[:-1] += Fs.T @ g.astype(F.dtype, copy=False)
+        grad[-1] += float(g.sum())
+        n_active += int(active.sum())
+        if need0:
+            m0 = (Fs @ w0).astype(np.float64) + x0[-1]
+        if t_grid.size:
+            R = residual_grid(m0, m1 - m0, t_grid, sl)
+            loss_grid += cs @ (R * R)
+        if hessian == "full":
+            hess += _augmented_gram(Fs, active, cs)
+        elif hessian == "delta":
+            before = residual(m0, sl)[0] > 0.0
+            plus, minus = active & ~before, before & ~active
+            n_changed += int(plus.sum() + minus.sum())
+            if plus.any():
+                hess += _augmented_gram(Fs, plus, cs)
+            if minus.any():
+                hess -= _augmented_gram(Fs, minus, cs)
+    return {
+        "loss": loss,
+        "grad": grad,
+        "n_active": n_active,
+        "n_changed": n_changed,
+        "loss_grid": loss_grid,
+        "hess": hess,
     }
-    if t_grid.size or hessian == "delta":
-        m0 = margins(F, x0)
-    if t_grid.size:
-        R = residual_grid(m0, m1 - m0, t_grid)
-        out["loss_grid"] = c @ (R * R)
-    if hessian == "full":
-        out["hess"] = _augmented_gram(F, active, c)
-    elif hessian == "delta":
-        before = residual(m0)[0] > 0.0
-        plus = active & ~before
-        minus = before & ~active
-        out["n_changed"] = int(plus.sum() + minus.sum())
-        out["hess"] = _augmented_gram(F, plus, c) - _augmented_gram(F, minus, c)
-    return out
 
 
 def _active_hvp(F, c, active, V):
@@ -174,7 +193,8 @@ def sqhinge_pass(F, codes, sample_weight, params):
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])
     return _fused_pass(
-        F, c, params, lambda m: _hinge_residual(m, y), lambda m0, dm, t: _hinge_residual_grid(m0, dm, t, y)
+        F, c, params, lambda m, sl: _hinge_residual(m, y[sl]),
+        lambda m0, dm, t, sl: _hinge_residual_grid(m0, dm, t, y[sl]),
     )
 
 
@@ -211,7 +231,8 @@ def sqeps_pass(F, y, sample_weight, params):
     eps = float(params["epsilon"])
     c = _svr_costs(y, sample_weight, params)
     return _fused_pass(
-        F, c, params, lambda m: _eps_residual(m, y, eps), lambda m0, dm, t: _eps_residual_grid(m0, dm, t, y, eps)
+        F, c, params, lambda m, sl: _eps_residual(m, y[sl], eps),
+        lambda m0, dm, t, sl: _eps_residual_grid(m0, dm, t, y[sl], eps),
     )
 
 
