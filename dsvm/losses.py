@@ -123,7 +123,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
         Fs, cs = F[sl], c[sl]
         m1 = (Fs @ w1).astype(np.float64) + x1[-1]
         rho1, slope1 = residual(m1, sl)
-        active = rho1 > 0.0
+        active = (rho1 > 0.0) & (cs > 0.0)  # rows of zero cost (held-out folds) are never active
         loss += float(np.dot(cs, rho1 * rho1))
         g = cs * slope1
         grad[:-1] += Fs.T @ g.astype(F.dtype, copy=False)
@@ -134,12 +134,13 @@ def _fused_pass(F, c, params, residual, residual_grid):
         if t_grid.size:
             R = residual_grid(m0, m1 - m0, t_grid, sl)
             loss_grid += cs @ (R * R)
+        if need0:
+            before = (residual(m0, sl)[0] > 0.0) & (cs > 0.0)
+            n_changed += int(np.count_nonzero(active != before))
         if hessian == "full":
             hess += _augmented_gram(Fs, active, cs)
         elif hessian == "delta":
-            before = residual(m0, sl)[0] > 0.0
             plus, minus = active & ~before, before & ~active
-            n_changed += int(plus.sum() + minus.sum())
             if plus.any():
                 hess += _augmented_gram(Fs, plus, cs)
             if minus.any():
@@ -205,7 +206,7 @@ def sqhinge_hvp(F, codes, sample_weight, params):
     """
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])
-    active = _hinge_residual(margins(F, params["x"]), y)[0] > 0.0
+    active = (_hinge_residual(margins(F, params["x"]), y)[0] > 0.0) & (c > 0.0)
     return _active_hvp(F, c, active, params["V"])
 
 
@@ -240,7 +241,7 @@ def sqeps_hvp(F, y, sample_weight, params):
     """Generalized Hessian-vector product of the SVR loss (without the factor 2)."""
     y = np.asarray(y, dtype=np.float64)
     c = _svr_costs(y, sample_weight, params)
-    active = _eps_residual(margins(F, params["x"]), y, float(params["epsilon"]))[0] > 0.0
+    active = (_eps_residual(margins(F, params["x"]), y, float(params["epsilon"]))[0] > 0.0) & (c > 0.0)
     return _active_hvp(F, c, active, params["V"])
 
 

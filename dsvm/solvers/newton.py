@@ -250,6 +250,7 @@ def semismooth_newton(
             else:
                 H_loss = H_loss + res1.hess
         prev_changed, prev_active = res1.n_changed, res1.n_active
+        stable = t == 1.0 and res1.n_changed == 0 and mode != "none"
         x = x_trial
         f = _objective(reg, x, res1.loss)
         g = reg * x + res1.grad
@@ -276,6 +277,12 @@ def semismooth_newton(
         )
         if callback is not None:
             callback(it, x, info)
+        if stable and use_gram:
+            # The loss is quadratic on a fixed active set, so a full Newton step that
+            # leaves the active set unchanged lands on the exact minimiser (finite
+            # termination of the semismooth Newton method): nothing is left to gain.
+            converged, stop_reason = True, "active set stable"
+            break
     else:
         gnorm = float(np.linalg.norm(g))
         if gnorm <= tol * g_ref:
