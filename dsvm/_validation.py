@@ -73,8 +73,10 @@ def _unique_combine(parts):
 def _encode_block(y_block, classes):
     codes = np.searchsorted(classes, y_block)
     codes = np.clip(codes, 0, len(classes) - 1)
-    if not np.array_equal(classes[codes], y_block):
-        raise ValueError("y holds a label that is not among the classes seen at fit time")
+    bad = classes[codes] != np.asarray(y_block)
+    if bad.any():
+        labels = np.unique(np.asarray(y_block)[bad])[:5].tolist()
+        raise ValueError(f"y holds labels {labels} that are not among the classes {classes.tolist()}")
     return codes.astype(np.int32)
 
 
