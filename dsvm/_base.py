@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import config
@@ -37,9 +38,9 @@ from .blockwise import (
 )
 from .checkpoint import Checkpoint, data_fingerprint, restore_done, restore_feature_map, restore_solver_state
 from .kernels import KERNELS, make_kernel_spec
-from .landmarks import LANDMARK_METHODS, select_landmarks
+from .landmarks import LANDMARK_METHODS, Landmarks, dense_rows, first_unique, select_landmarks
 from .nystroem import fit_feature_map
-from .operator import FEATURE_STORES, FeatureStore, decision_blocks
+from .operator import FEATURE_STORES, FeatureStore, active_row_sample, decision_blocks
 from .solvers import choose_hessian, semismooth_newton
 from .solvers.dcd import dual_coordinate_descent
 from .solvers.pegasos import pegasos
@@ -165,8 +166,10 @@ class NystroemBase(BaseEstimator):
             raise ValueError(f"kernel={self.kernel!r} is not supported; choose one of {KERNELS}")
         check_positive("C", self.C)
         check_positive_int("n_components", self.n_components)
-        if self.landmarks not in LANDMARK_METHODS:
-            raise ValueError(f"landmarks={self.landmarks!r} is not supported; choose one of {LANDMARK_METHODS}")
+        if self.landmarks not in LANDMARK_METHODS + ("active",):
+            raise ValueError(
+                f"landmarks={self.landmarks!r} is not supported; choose one of {LANDMARK_METHODS + ('active',)}"
+            )
         if self.solver not in self._solvers:
             raise ValueError(f"solver={self.solver!r} is not supported; choose one of {self._solvers}")
         options = self.solver_options or {}
@@ -254,8 +257,11 @@ class NystroemBase(BaseEstimator):
         return float(self.gamma)
 
     # ------------------------------------------------------------------ fit
-    def _feature_map(self, X_rb: RowBlocks):
-        """gamma, landmarks and the Nyström map: ``(fmap, landmarks, gamma, timing)``."""
+    def _feature_map(self, X_rb: RowBlocks, stage1=None):
+        """gamma, landmarks and the Nyström map: ``(fmap, landmarks, gamma, timing)``.
+
+        ``stage1(spec, k)`` selects the landmarks of ``landmarks="active"``.
+        """
         gamma = self._resolve_gamma(X_rb)
         spec = make_kernel_spec(self.kernel, gamma, self.degree, self.coef0)
         n = X_rb.n_rows
@@ -268,7 +274,10 @@ class NystroemBase(BaseEstimator):
             )
             k = n
         t0 = time.perf_counter()
-        lm = select_landmarks(X_rb, k, self.landmarks, self.random_state, self.kmeans_iter)
+        if self.landmarks == "active":
+            lm = stage1(spec, k)
+        else:
+            lm = select_landmarks(X_rb, k, self.landmarks, self.random_state, self.kmeans_iter)
         fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol)
         timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_passes": lm.n_passes}
         return fmap, lm, gamma, timing
@@ -293,7 +302,9 @@ class NystroemBase(BaseEstimator):
             timing = {"landmark_seconds": 0.0, "landmark_passes": 0}
             done, resume, first = restore_done(state), restore_solver_state(state), int(state["meta"]["problem"])
         else:
-            fmap, lm, gamma, timing = self._feature_map(X_rb)
+            fmap, lm, gamma, timing = self._feature_map(
+                X_rb, lambda spec, k: self._active_landmarks(X_rb, checked, aligned, len(labels), make_operator, spec, k)
+            )
             lm_indices, done, resume, first = lm.indices, [], None, 0
         r = fmap.n_output
         coef = np.zeros((len(labels), r))
@@ -356,6 +367,39 @@ class NystroemBase(BaseEstimator):
             X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
             self.solver_stats_["solve_seconds"],
         )
+
+    def _active_landmarks(self, X_rb, checked, aligned, n_problems, make_operator, spec, k) -> Landmarks:
+        """Landmarks drawn from the rows that matter: ``landmarks="active"``.
+
+        Stage 1 fits the same problem(s) cheaply on ``k / 4`` uniform landmarks
+        (loose tolerance); stage 2 draws the ``k`` landmarks uniformly among the
+        rows in that model's active set (margin below 1, or outside the ε-tube):
+        the rows that become support vectors, near the decision boundary.  Where
+        few rows are active (w8a, ijcnn1) uniform landmarks spend most of ``k``
+        on rows far from the boundary.  Costs one small fit, one pass to draw
+        the rows and one to fetch them.
+        """
+        k0 = max(min(k, 32), k // 4)
+        lm0 = select_landmarks(X_rb, k0, "uniform", self.random_state)
+        fmap0 = fit_feature_map(lm0.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol)
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else int(
+            check_random_state(self.random_state).randint(2**31 - 1))
+        with FeatureStore(X_rb, fmap0, self.feature_store, check_finite=not checked) as store:
+            al = [a.persist() if a is not None else None for a in aligned] if X_rb.is_distributed else aligned
+            ops = [make_operator(store.blocks, al, j) for j in range(n_problems)]
+            xs = [semismooth_newton(op, fmap0.n_output + 1, tol=1e-2, max_iter=15, label="[landmarks stage 1] ").x
+                  for op in ops]
+            # twice the candidates: rows near the boundary repeat in binary data (w8a)
+            active, other, n_active = active_row_sample(ops, xs, row_index_blocks(X_rb), 2 * k + 64, seed)
+        idx = np.concatenate([active, other])
+        rows = dense_rows(X_rb.take(idx))
+        keep = first_unique(rows)[:k]  # active rows first, inactive ones only to fill up
+        logger.info("active landmarks: %d of %d rows active under a k=%d model; %d landmarks drawn from them",
+                    n_active, X_rb.n_rows, k0, min(k, n_active))
+        if keep.size < k:
+            warnings.warn(f"only {keep.size} distinct rows were found for {k} landmarks; using {keep.size}",
+                          UserWarning, stacklevel=5)
+        return Landmarks(components=rows[keep], indices=idx[keep], method="active", n_passes=lm0.n_passes + 3)
 
     def _warm_start_rows(self, X_rb: RowBlocks, aligned, hessian: str, r: int):
         """Aligned arrays of the subsample problem used as a warm start, or None.

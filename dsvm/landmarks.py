@@ -38,13 +38,13 @@ class Landmarks:
     n_passes: int
 
 
-def _dense(rows) -> np.ndarray:
+def dense_rows(rows) -> np.ndarray:
     if sp.issparse(rows):
         return rows.toarray().astype(np.float64)
     return np.asarray(rows, dtype=np.float64)
 
 
-def _first_unique(rows: np.ndarray) -> np.ndarray:
+def first_unique(rows: np.ndarray) -> np.ndarray:
     """Positions of the first occurrence of each distinct row, in original order."""
     if rows.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
@@ -62,12 +62,12 @@ def uniform_landmarks(X: RowBlocks, k: int, random_state=None) -> Landmarks:
     passes = 0
     drawn = np.zeros(n, dtype=bool)
     while True:
-        rows = _dense(X.take(order))
+        rows = dense_rows(X.take(order))
         passes += 1
         drawn[order] = True
         all_rows = rows if seen_rows.size == 0 else np.vstack([seen_rows, rows])
         all_idx = np.concatenate([seen_idx, order])
-        keep = _first_unique(all_rows)
+        keep = first_unique(all_rows)
         seen_rows, seen_idx = all_rows[keep], all_idx[keep]
         remaining = n - int(drawn.sum())
         if seen_idx.size >= k or remaining == 0 or passes >= 4:
@@ -109,9 +109,9 @@ def kmeans_landmarks(
     n = X.n_rows
     m = min(n, sample_size or max(20 * k, 10_000))
     sample_idx = np.sort(sample_without_replacement(n, m, random_state=rng))
-    sample = _dense(X.take(sample_idx))
+    sample = dense_rows(X.take(sample_idx))
     passes = 1
-    distinct = sample[_first_unique(sample)]
+    distinct = sample[first_unique(sample)]
     k_eff = min(k, distinct.shape[0])
     centers, _ = kmeans_plusplus(distinct, k_eff, random_state=rng)
     centers = np.asarray(centers, dtype=np.float64)
@@ -127,7 +127,7 @@ def kmeans_landmarks(
         logger.info("kmeans landmarks: Lloyd pass %d inertia=%.6e max centre shift=%.3e", i + 1, out["inertia"], shift)
         if shift == 0.0:
             break
-    centers = centers[_first_unique(centers)]
+    centers = centers[first_unique(centers)]
     if centers.shape[0] < k:
         warnings.warn(
             f"k-means found only {centers.shape[0]} distinct centres for {k} landmarks", UserWarning, stacklevel=3

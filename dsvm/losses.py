@@ -210,6 +210,13 @@ def sqhinge_hvp(F, codes, sample_weight, params):
     return _active_hvp(F, c, active, params["V"])
 
 
+def sqhinge_active(F, codes, sample_weight, params):
+    """Rows in the active set at ``params["x"]`` (margin below 1, positive cost)."""
+    y = labels_pm1(codes, params["positive"])
+    c = row_costs(codes, sample_weight, params["class_cost"])
+    return (_hinge_residual(margins(F, params["x"]), y)[0] > 0.0) & (c > 0.0)
+
+
 def hinge_loss_block(F, codes, sample_weight, params):
     """``Σ c_i max(0, 1 − y_i m_i)`` (the L1 hinge loss, for Pegasos's objective)."""
     y = labels_pm1(codes, params["positive"])
@@ -235,6 +242,13 @@ def sqeps_pass(F, y, sample_weight, params):
         F, c, params, lambda m, sl: _eps_residual(m, y[sl], eps),
         lambda m0, dm, t, sl: _eps_residual_grid(m0, dm, t, y[sl], eps),
     )
+
+
+def sqeps_active(F, y, sample_weight, params):
+    """Rows outside the ε-tube at ``params["x"]`` (with positive cost)."""
+    y = np.asarray(y, dtype=np.float64)
+    c = _svr_costs(y, sample_weight, params)
+    return (_eps_residual(margins(F, params["x"]), y, float(params["epsilon"]))[0] > 0.0) & (c > 0.0)
 
 
 def sqeps_hvp(F, y, sample_weight, params):

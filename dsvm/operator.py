@@ -26,7 +26,17 @@ import numpy as np
 
 from ._validation import check_finite_block
 from .blockwise import RowBlocks
-from .losses import hinge_loss_block, labels_pm1, row_costs, sqeps_hvp, sqeps_pass, sqhinge_hvp, sqhinge_pass
+from .losses import (
+    hinge_loss_block,
+    labels_pm1,
+    row_costs,
+    sqeps_active,
+    sqeps_hvp,
+    sqeps_pass,
+    sqhinge_active,
+    sqhinge_hvp,
+    sqhinge_pass,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +63,7 @@ class LossOperator:
 
     _pass_fn = None
     _hvp_fn = None
+    _active_fn = None
 
     def __init__(self, features: RowBlocks, aligned: tuple, fixed_params: dict, fit_intercept: bool = True):
         self.features = features
@@ -122,6 +133,7 @@ class SquaredHingeOperator(LossOperator):
 
     _pass_fn = staticmethod(sqhinge_pass)
     _hvp_fn = staticmethod(sqhinge_hvp)
+    _active_fn = staticmethod(sqhinge_active)
 
     def __init__(self, features, codes, positive, class_cost, sample_weight=None, fit_intercept=True):
         super().__init__(
@@ -183,11 +195,65 @@ class SquaredEpsilonOperator(LossOperator):
 
     _pass_fn = staticmethod(sqeps_pass)
     _hvp_fn = staticmethod(sqeps_hvp)
+    _active_fn = staticmethod(sqeps_active)
 
     def __init__(self, features, targets, C, epsilon, sample_weight=None, fit_intercept=True):
         super().__init__(
             features, (targets, sample_weight), {"C": float(C), "epsilon": float(epsilon)}, fit_intercept
         )
+
+
+def _row_priority(rows: np.ndarray, seed: int) -> np.ndarray:
+    """Pseudo-random priority in [0, 1) of global row indices (same for any chunking)."""
+    h = (rows.astype(np.uint64) + np.uint64(seed % 2**31) * np.uint64(0x9E3779B9)) * np.uint64(2654435761)
+    return (h % np.uint64(2**32)).astype(np.float64) / 2.0**32
+
+
+def _bottom_k(prio: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    if prio.size > k:
+        keep = np.argpartition(prio, k - 1)[:k]
+        prio, idx = prio[keep], idx[keep]
+    order = np.lexsort((idx, prio))
+    return prio[order], idx[order]
+
+
+def _active_sample_block(F, rows, *rest):
+    *aligned, active_fn, params_list, k, seed = rest
+    rows = np.asarray(rows)
+    active = np.zeros(F.shape[0], dtype=bool)
+    for params in params_list:
+        active |= active_fn(F, *aligned, params)
+    prio = _row_priority(rows, seed)
+    return {"active": _bottom_k(prio[active], rows[active], k), "other": _bottom_k(prio[~active], rows[~active], k),
+            "n_active": int(active.sum()), "k": k}
+
+
+def _merge_samples(parts):
+    k = parts[0]["k"]
+    out = {"n_active": sum(p["n_active"] for p in parts), "k": k}
+    for key in ("active", "other"):
+        prio = np.concatenate([p[key][0] for p in parts])
+        idx = np.concatenate([p[key][1] for p in parts])
+        out[key] = _bottom_k(prio, idx, k)
+    return out
+
+
+def active_row_sample(ops: list, xs: list[np.ndarray], rows: RowBlocks, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Up to ``k`` rows drawn uniformly from the rows active for any of the problems.
+
+    ``ops`` are operators over the same features and aligned arrays (one per
+    binary problem) and ``xs`` their solutions.  The sample is a bottom-k
+    sketch of a hash of the row index: one pass, O(k) data back, the same rows
+    for any chunking.  Returns up to ``k`` active rows, up to ``k`` inactive rows
+    drawn the same way (to fill up with) and the number of active rows.
+    """
+    op0 = ops[0]
+    params_list = [{**op.fixed_params, "x": np.asarray(x, dtype=np.float64)} for op, x in zip(ops, xs)]
+    out = op0.features.map_reduce(
+        _active_sample_block, aligned=(rows, *op0.aligned),
+        shared=(type(op0)._active_fn, params_list, int(k), int(seed)), combine=_merge_samples,
+    )
+    return out["active"][1].astype(np.int64), out["other"][1].astype(np.int64), int(out["n_active"])
 
 
 # ---------------------------------------------------------------------------

@@ -19,6 +19,17 @@ A pipeline file (see ``pipelines/``)::
 
 Relative paths are taken from the current directory.  The model is saved
 as ``<output>/model.npz``.
+
+A data set without a test file can be split after ingesting (it is loaded
+into memory for that, so only for small data; stratified and seeded)::
+
+    data:
+      train: {source: "${data_dir}/mushrooms.all.xz", format: libsvm, n_features: 112}
+      split: {test_fraction: 0.2, random_state: 0}
+
+``kind: paper`` runs the LA-SN paper's experiments instead of one fit (see
+:mod:`dsvm.experiments` and ``pipelines/paper.yaml``); its settings go under
+``experiments: paper:`` and it needs no ``data`` or ``model`` section.
 """
 
 from __future__ import annotations
@@ -36,7 +47,8 @@ import yaml
 
 logger = logging.getLogger(__name__)
 
-PIPELINE_KEYS = {"name", "description", "params", "output", "data", "model", "experiments", "report"}
+PIPELINE_KEYS = {"name", "description", "kind", "params", "output", "data", "model", "experiments", "report"}
+KINDS = ("train", "paper")
 ESTIMATORS = ("NystroemSVC",)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -96,6 +108,13 @@ def load_pipeline(path: str | Path | dict, overrides: list[str] | None = None) -
     spec["params"] = params
     resolved = _substitute({k: v for k, v in spec.items() if k != "params"}, params, where)
     resolved["params"] = params
+    kind = resolved.setdefault("kind", "train")
+    if kind not in KINDS:
+        raise PipelineError(f"{where}: kind {kind!r} unknown; choose one of {KINDS}")
+    if kind == "paper":
+        resolved.setdefault("name", Path(where).stem)
+        resolved.setdefault("output", f"reports/{resolved['name']}")
+        return resolved
     if "data" not in resolved or "train" not in (resolved["data"] or {}):
         raise PipelineError(f"{where}: 'data: train:' is required")
     model = resolved.setdefault("model", {})
@@ -121,6 +140,25 @@ def _materialise(entry: dict[str, Any], target: Path, where: str):
         opts = {k: v for k, v in entry.items() if k != "source"}
         return io.ingest(entry["source"], target, overwrite=True, **opts)
     raise PipelineError(f"{where}: give 'source' (a file to ingest), 'zarr' (a dataset) or 'generate'")
+
+
+def _split_dataset(ds, data_dir: Path, opts: Any):
+    """``data: split:`` — a stratified, seeded train/test split of a small dataset (loaded into memory)."""
+    from sklearn.model_selection import train_test_split
+
+    from . import io
+
+    if not isinstance(opts, dict) or set(opts) - {"test_fraction", "random_state"}:
+        raise PipelineError(f"data.split: expected {{test_fraction: 0.2, random_state: 0}}, got {opts!r}")
+    fraction = float(opts.get("test_fraction", 0.2))
+    if not 0.0 < fraction < 1.0:
+        raise PipelineError(f"data.split.test_fraction must be between 0 and 1, got {fraction}")
+    X, y = ds.load()
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=fraction, random_state=int(opts.get("random_state", 0)),
+                                          stratify=y)
+    dtype = str(ds.dtype)
+    return (io.ingest((Xtr, ytr), data_dir / "train_split.zarr", overwrite=True, dtype=dtype),
+            io.ingest((Xte, yte), data_dir / "test_split.zarr", overwrite=True, dtype=dtype))
 
 
 def _plot_convergence(stats: dict, path: Path) -> bool:
@@ -216,6 +254,10 @@ def _machine() -> str:
 
 def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     """Run a loaded pipeline with the current Dask scheduler; returns the report dict."""
+    if spec.get("kind") == "paper":
+        from .experiments import run_paper
+
+        return run_paper(spec)
     from . import io
     from .estimator import NystroemSVC
     from .metrics import evaluate
@@ -228,7 +270,12 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     train = _materialise(spec["data"]["train"], data_dir / "train.zarr", "data.train")
     test_entry = spec["data"].get("test")
+    split = spec["data"].get("split")
+    if split is not None and test_entry:
+        raise PipelineError("data: give either 'test' or 'split', not both")
     test = _materialise(test_entry, data_dir / "test.zarr", "data.test") if test_entry else None
+    if split is not None:
+        train, test = _split_dataset(train, data_dir, split)
     ingest_seconds = time.perf_counter() - t0
     logger.info("pipeline %s: data ready in %.2fs (train %d rows)", spec["name"], ingest_seconds, train.n_samples)
 
@@ -241,7 +288,7 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
         "name": spec["name"],
         "machine": _machine(),
         "data": {"train": str(train.path), "test": str(test.path) if test is not None else None,
-                 "n_train": train.n_samples, "n_features": train.n_features},
+                 "n_train": train.n_samples, "n_features": train.n_features, "split": split},
         "model": {"estimator": "NystroemSVC", "params": params, "gamma": model.gamma_,
                   "n_components": int(model.components_.shape[0]), "n_features_out": int(model.coef_.shape[1])},
         "timing": {"ingest_seconds": ingest_seconds, **{k: v for k, v in stats.items() if k.endswith("_seconds")}},

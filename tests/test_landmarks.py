@@ -84,3 +84,41 @@ def test_kmeans_improves_inertia_over_its_seeds():
 def test_unknown_method():
     with pytest.raises(ValueError, match="landmarks="):
         select_landmarks(as_row_blocks(_data(), 10), 3, "random-fourier")
+
+
+# --------------------------------------------------------------- landmarks="active"
+def _active_fit(X, y, **kw):
+    from dsvm import NystroemSVC
+
+    params = dict(C=10.0, gamma=0.5, n_components=60, landmarks="active", random_state=5)
+    params.update(kw)
+    return NystroemSVC(**params).fit(X, y)
+
+
+def _imbalanced(n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(np.linalg.norm(X - 1.0, axis=1) < 1.2, 1, -1)  # ~9 % positive
+    return X, y
+
+
+def test_active_landmarks_deterministic_distinct_and_from_the_boundary():
+    X, y = _imbalanced()
+    a, b = _active_fit(X, y), _active_fit(X, y)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    assert not np.array_equal(a.components_, _active_fit(X, y, random_state=6).components_)
+    assert np.unique(a.components_, axis=0).shape[0] == a.components_.shape[0] == 60
+    np.testing.assert_array_equal(X[a.component_indices_], a.components_)
+    # the minority class (all of it near the boundary here) gets many more landmarks than a uniform draw
+    uniform = _active_fit(X, y, landmarks="uniform")
+    share = np.mean(y[a.component_indices_] == 1)
+    share_u = np.mean(y[uniform.component_indices_] == 1)
+    assert share > max(3 * share_u, 0.25), (share, share_u)
+
+
+def test_active_landmarks_same_on_numpy_and_dask():
+    X, y = _imbalanced(seed=1)
+    a = _active_fit(X, y, dtype="float64")
+    b = _active_fit(da.from_array(X, chunks=(200, -1)), da.from_array(y, chunks=200), dtype="float64")
+    np.testing.assert_array_equal(a.component_indices_, b.component_indices_)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
