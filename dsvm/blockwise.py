@@ -357,11 +357,19 @@ class DaskBlocks(RowBlocks):
             if fut is None:
                 return None
             extra.append(fut)
-        parts = [client.submit(fn, b, *[e[i] for e in extra], *shared, pure=False) for i, b in enumerate(blocks)]
+        # Priorities (higher runs first) keep the blocks in order and let each
+        # reduction run as soon as its inputs exist, so at most a few partial
+        # results (a k x k matrix each) wait in worker memory at any time.
+        parts = [client.submit(fn, b, *[e[i] for e in extra], *shared, pure=False, priority=-i)
+                 for i, b in enumerate(blocks)]
+        last = list(range(len(parts)))  # index of the last block each part depends on
         if len(parts) == 1:
             parts = [client.submit(combine, parts, pure=False)]
         while len(parts) > 1:
-            parts = [client.submit(combine, parts[i : i + TREE_FANIN], pure=False) for i in range(0, len(parts), TREE_FANIN)]
+            groups = [(parts[i : i + TREE_FANIN], last[min(i + TREE_FANIN, len(parts)) - 1])
+                      for i in range(0, len(parts), TREE_FANIN)]
+            parts = [client.submit(combine, g, pure=False, priority=-j + 0.5) for g, j in groups]
+            last = [j for _, j in groups]
         return _gather(client, [parts[0]])[0]
 
     def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
