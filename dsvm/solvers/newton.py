@@ -163,7 +163,10 @@ def semismooth_newton(
     passes0 = op.n_passes
 
     history: list[dict] = []
-    grid = BACKTRACK ** np.arange(MAX_BACKTRACKS + 1)
+    # The fused pass evaluates a few step sizes; near the solution t = 1 is the
+    # rule.  Shorter steps are looked for in a second pass only when all fail.
+    grid = np.array([1.0, 0.5, 0.25, 0.1])
+    fine_grid = 0.5 ** np.arange(4, MAX_BACKTRACKS + 1)
     if resume is not None:
         if int(resume["dim"]) != dim or str(resume["hessian"]) != hessian:
             raise ValueError("the saved solver state belongs to a problem of another size or method")
@@ -226,16 +229,26 @@ def semismooth_newton(
             mode = "none"
         x_trial = x + d
         res1 = op.evaluate(x, x_trial, grid, mode)
-        quad = 0.5 * (reg * x) @ x + grid * float((reg * x) @ d) + 0.5 * grid**2 * float((reg * d) @ d)
-        phi = quad + res1.loss_grid
-        ok = phi <= f + ARMIJO_SIGMA * grid * gd
+        wx, wd = float((reg * x) @ d), float((reg * d) @ d)
+
+        def armijo(ts, losses):
+            phi = 0.5 * (reg * x) @ x + ts * wx + 0.5 * ts**2 * wd + losses
+            return phi <= f + ARMIJO_SIGMA * ts * gd
+
+        ok = armijo(grid, res1.loss_grid)
+        t = None
         if ok[0]:
             t = 1.0
         elif ok.any():
             t = float(grid[np.argmax(ok)])
+        else:
+            ok_fine = armijo(fine_grid, op.evaluate(x, x_trial, fine_grid, "none").loss_grid)
+            if ok_fine.any():
+                t = float(fine_grid[np.argmax(ok_fine)])
+        if t is not None and t != 1.0:
             x_trial = x + t * d
             res1 = op.evaluate(x, x_trial, (), mode)
-        else:
+        elif t is None:
             g_trial = reg * x_trial + res1.grad
             if np.linalg.norm(g_trial) < 0.5 * gnorm:
                 t = 1.0  # rounding noise hides the decrease; the gradient says the step is good
