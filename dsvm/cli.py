@@ -300,7 +300,8 @@ def cmd_run(args, spec=None) -> int:
     with _connect(args):
         report = run_pipeline(spec)
     ev = report.get("evaluation")
-    summary = f"{report['name']}: fit {report['timing']['fit_seconds']:.2f}s"
+    what = "total" if spec.get("kind") == "paper" else "fit"
+    summary = f"{report['name']}: {what} {report['timing']['fit_seconds']:.2f}s"
     if ev:
         summary += f", test accuracy {100 * ev['accuracy']:.2f} % on {ev['n_test']} rows"
     print(summary)
