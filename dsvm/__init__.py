@@ -8,6 +8,7 @@ from .kernels import KernelSpec, kernel_matrix
 from .model_io import load_model, save_model
 from .nystroem import FeatureMap, fit_feature_map
 from .pegasos import PegasosSVC
+from .search import NystroemSVCCV
 from .svr import NystroemSVR
 
 __version__ = "0.1.0"
@@ -15,6 +16,7 @@ __version__ = "0.1.0"
 __all__ = [
     "NystroemSVC",
     "NystroemSVR",
+    "NystroemSVCCV",
     "PegasosSVC",
     "KernelSpec",
     "kernel_matrix",

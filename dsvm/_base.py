@@ -290,11 +290,14 @@ class NystroemBase(BaseEstimator):
         labels: Sequence,
         make_operator: Callable,
         t_start: float,
+        prepare_problem: Callable | None = None,
     ) -> None:
         """The feature stage, then one Newton solve per problem; sets the fitted attributes.
 
         ``make_operator(feature_blocks, aligned, j)`` returns the operator of
         problem ``j``; ``labels[j]`` names it in logs and ``solver_stats_``.
+        ``prepare_problem(feature_blocks, aligned, j)``, if given, runs on the
+        final features before problem ``j`` is solved (Platt calibration).
         """
         ckpt, state = self._open_checkpoint(X_rb, aligned[0])
         if state is not None:
@@ -317,6 +320,8 @@ class NystroemBase(BaseEstimator):
             hessian = self.hessian if self.hessian != "auto" else choose_hessian(X_rb.n_rows, r + 1, X_rb.is_distributed)
             warm_aligned = self._warm_start_rows(X_rb, aligned, hessian, r)
             for j, label in enumerate(labels):
+                if prepare_problem is not None:
+                    prepare_problem(store.blocks, aligned, j)
                 if j < len(done):  # solved before the interruption
                     continue
                 op = make_operator(store.blocks, aligned, j)

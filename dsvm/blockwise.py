@@ -20,7 +20,6 @@ one is active, the threaded scheduler otherwise.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
@@ -32,6 +31,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+from ._blas import single_threaded_blas
 
 logger = logging.getLogger(__name__)
 
@@ -150,27 +151,8 @@ class RowBlocks:
         return False
 
 
-_BLAS_CONTROLLER = None
 _POOL = None
 _POOL_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def single_threaded_blas():
-    """BLAS on one thread while blocks run in parallel threads.
-
-    Measured here (OpenBLAS, 2 cores): a GEMV on an 8192 x 384 block takes
-    1.1 ms on one thread and 4.6 ms on two, and Dask's worker threads would
-    oversubscribe the cores anyway; parallelism comes from the blocks instead.
-    The limit is process-wide, as OpenBLAS's thread count is.
-    """
-    global _BLAS_CONTROLLER
-    if _BLAS_CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS_CONTROLLER = ThreadpoolController()
-    with _BLAS_CONTROLLER.limit(limits=1, user_api="blas"):
-        yield
 
 
 def _thread_pool():

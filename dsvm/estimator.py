@@ -7,14 +7,19 @@ import time
 
 import numpy as np
 from sklearn.base import ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import compute_class_weight
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import NystroemBase, unpack_dataset
 from ._validation import check_n_rows, encode_labels
 from .blockwise import RowBlocks, aligned_vector, is_dask_array, lazy_result
+from .calibration import PlattCalibration, n_columns, proba_block, resolve_seed
 from .nystroem import FeatureMap
 from .operator import SquaredHingeOperator, decision_blocks
+from .solvers import choose_hessian
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +77,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Cost of the squared hinge loss.
     n_components : int, default=500
         Number of landmarks ``k``.  Clipped to the number of rows with a warning.
-    landmarks : {"uniform", "kmeans"}, default="uniform"
+    landmarks : {"uniform", "kmeans", "active"}, default="uniform"
+        ``"active"`` draws the landmarks from the active set of a first, cheap
+        model on ``k/4`` uniform landmarks (rows near the decision boundary).
     solver : {"newton", "tron", "dcd", "pegasos"}, default="newton"
         ``"newton"``: the semismooth Newton method (LA-SN); ``"tron"``:
         LIBLINEAR's trust-region Newton-CG on the same distributed operator;
@@ -93,6 +100,13 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Fit an unregularised bias ``b``.
     class_weight : dict, "balanced" or None, default=None
         Multiplies ``C`` for the rows of each class (scikit-learn semantics).
+    probability : bool, default=False
+        Also fit Platt sigmoids on held-out decision values (an internal
+        5-fold cross-validation on the fit's feature matrix, see
+        :mod:`dsvm.calibration`) and enable :meth:`predict_proba` /
+        :meth:`predict_log_proba`.  Makes ``fit`` slower (five more solves
+        per binary problem, warm-started).  Multiclass: one-vs-rest sigmoids,
+        normalised to sum to one.
     dtype : {"float32", "float64"}, default="float32"
         Precision of the feature matrix (reductions are float64 either way).
     eig_rtol : float or None, default=None
@@ -112,11 +126,16 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         of features per block).  Dask input keeps its own chunks (split further
         when a block would not fit a task's share of worker memory).
     solver_options : dict or None, default=None
-        Extra solver settings: newton ``cg_max_iter``, ``refresh_every``; tron
-        ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default 1, as LIBLINEAR);
-        pegasos ``epochs`` (default 10), ``batch_size`` (default 64).
-        ``max_iter`` bounds Newton/TRON iterations and LIBLINEAR's epochs (at
-        least 1000 for dcd).
+        Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
+        ``warm_start`` (``"none"``, ``"subsample"``, ``"auto"``), ``warm_rows``;
+        tron ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default
+        1, as LIBLINEAR); pegasos ``epochs`` (default 10), ``batch_size``
+        (default 64).  ``max_iter`` bounds Newton/TRON iterations and
+        LIBLINEAR's epochs (at least 1000 for dcd).
+    checkpoint : str, path or None, default=None
+        With ``solver="newton"``: write the fit's state to this file after every
+        Newton iteration and resume from it when fitting again (see
+        :mod:`dsvm.checkpoint`); removed once the fit completes.
     random_state : int, RandomState or None, default=None
 
     Attributes
@@ -136,9 +155,13 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     objective_ : float or ndarray of shape (n_classes,)
         Final primal objective of each binary problem.
     n_features_in_ : int
+    probA_, probB_ : ndarray of shape (1 or n_classes,)
+        Platt sigmoid ``P = 1 / (1 + exp(probA_ * f + probB_))`` of each binary
+        problem (only with ``probability=True``).
     solver_stats_ : dict
         Per problem: iterations, passes over the data, seconds, stop reason;
-        plus the timings of the landmark and feature stages.
+        plus the timings of the landmark and feature stages (and, with
+        ``probability=True``, ``"calibration"``).
     """
 
     def __init__(
@@ -156,12 +179,14 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         max_iter=100,
         fit_intercept=True,
         class_weight=None,
+        probability=False,
         dtype="float32",
         eig_rtol=None,
         kmeans_iter=3,
         feature_store="auto",
         block_rows=None,
         solver_options=None,
+        checkpoint=None,
         random_state=None,
     ):
         self.kernel = kernel
@@ -177,12 +202,14 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         self.max_iter = max_iter
         self.fit_intercept = fit_intercept
         self.class_weight = class_weight
+        self.probability = probability
         self.dtype = dtype
         self.eig_rtol = eig_rtol
         self.kmeans_iter = kmeans_iter
         self.feature_store = feature_store
         self.block_rows = block_rows
         self.solver_options = solver_options
+        self.checkpoint = checkpoint
         self.random_state = random_state
 
     def fit(self, X, y=None, sample_weight=None):
@@ -201,6 +228,8 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         self
         """
         self._check_params()
+        if not isinstance(self.probability, (bool, np.bool_)):
+            raise ValueError(f"probability must be True or False, got {self.probability!r}")
         t_start = time.perf_counter()
         known_classes = getattr(X, "classes", None) if y is None and hasattr(X, "X") else None
         X_rb, y, sw, checked = self._prepare_fit_input(X, y, sample_weight, _check_labels)
@@ -214,11 +243,29 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         self.classes_ = classes
         class_cost = self.C * self._class_weights(classes, codes)
         positives = [1] if classes.size == 2 else list(range(classes.size))
+        calib = []
 
         def make_operator(F, aligned, j):
             return SquaredHingeOperator(F, aligned[0], positives[j], class_cost, aligned[1], self.fit_intercept)
 
-        self._fit_problems(X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start)
+        def calibrate(F, aligned, j):
+            # Platt's held-out folds run on this fit's feature blocks (see dsvm.calibration).
+            if not calib:
+                calib.append(PlattCalibration(self, len(positives), seed=resolve_seed(self.random_state)))
+            hessian = self.hessian if self.hessian != "auto" else choose_hessian(
+                F.n_rows, n_columns(F) + 1, F.is_distributed)
+            prefix = f"[class {classes[positives[j]]!r}] " if len(positives) > 1 else ""
+            t0 = time.perf_counter()
+            calib[0].fit_problem(F, aligned[0], aligned[1], positives[j], class_cost, j, hessian, prefix)
+            calib[0].stats[-1]["seconds"] = time.perf_counter() - t0
+
+        self._fit_problems(X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start,
+                           prepare_problem=calibrate if self.probability else None)
+        for name in ("probA_", "probB_"):
+            self.__dict__.pop(name, None)
+        if calib:
+            self.probA_, self.probB_ = calib[0].probA, calib[0].probB
+            self.solver_stats_["calibration"] = calib[0].stats
         return self
 
     def _class_weights(self, classes: np.ndarray, codes: RowBlocks) -> np.ndarray:
@@ -253,6 +300,39 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         if X_rb.is_distributed:
             return lazy_result(dec.map_blocks(_labels_from_decision, None, self.classes_.dtype, shared=(self.classes_,)))
         return _labels_from_decision(lazy_result(dec), self.classes_)
+
+    def _check_proba(self):
+        if not self.probability:
+            raise AttributeError("predict_proba is not available when probability=False")
+        return True
+
+    def _proba(self, X, log: bool):
+        check_is_fitted(self)
+        if not hasattr(self, "probA_"):
+            raise NotFittedError(
+                "predict_proba is not available: the model was fitted with probability=False "
+                "(or loaded from a file without its Platt sigmoids); refit with probability=True"
+            )
+        X_rb, checked = self._validate_predict_input(X)
+        dec = decision_blocks(X_rb, self.feature_map_, self.coef_, self.intercept_, not checked)
+        proba = dec.map_blocks(proba_block, len(self.classes_), np.float64, shared=(self.probA_, self.probB_, log))
+        return lazy_result(proba)
+
+    @available_if(_check_proba)
+    def predict_proba(self, X):
+        """Class probabilities from the Platt sigmoids, shape (n_samples, n_classes).
+
+        Columns follow ``classes_``; rows sum to one.  Only with
+        ``probability=True``.  A dask array for dask input (block-wise).  As
+        with LIBSVM, ``argmax`` of the probabilities may disagree with
+        :meth:`predict` for points near the decision boundary.
+        """
+        return self._proba(X, log=False)
+
+    @available_if(_check_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, computed in the log domain (never ``-inf``)."""
+        return self._proba(X, log=True)
 
     def score(self, X, y=None, sample_weight=None):
         """Mean accuracy; for dask input computed block-wise (one pass)."""

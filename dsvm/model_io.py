@@ -142,7 +142,7 @@ def save_model(model, path: str | os.PathLike) -> Path:
             "n_iter_": int(model.n_iter_),
             "gamma_": float(model.gamma_),
             "objective_": np.asarray(model.objective_).tolist(),
-            "solver_stats": {k: v for k, v in model.solver_stats_.items() if k != "problems"},
+            "solver_stats": {k: v for k, v in model.solver_stats_.items() if k not in ("problems", "calibration")},
             "problems": [{k: v for k, v in p.items() if k != "history"} for p in model.solver_stats_["problems"]],
         },
     }
@@ -157,6 +157,9 @@ def save_model(model, path: str | os.PathLike) -> Path:
     }
     if model.component_indices_ is not None:
         arrays["component_indices"] = np.asarray(model.component_indices_)
+    if hasattr(model, "probA_"):
+        arrays["probA"] = np.asarray(model.probA_, dtype=np.float64)
+        arrays["probB"] = np.asarray(model.probB_, dtype=np.float64)
     path = Path(path)
     atomic_write_npz(path, arrays)
     return path
@@ -186,6 +189,11 @@ def _check_shapes(path: Path, a: dict[str, np.ndarray], n_classes: int, n_featur
         bad(f"intercept has shape {a['intercept'].shape}, expected ({m},)")
     if "component_indices" in a and a["component_indices"].shape != (k,):
         bad(f"component_indices have shape {a['component_indices'].shape}, expected ({k},)")
+    if ("probA" in a) != ("probB" in a):
+        bad("probA and probB must be stored together")
+    for name in ("probA", "probB"):
+        if name in a and (a[name].shape != (m,) or not np.all(np.isfinite(a[name]))):
+            bad(f"{name} has shape {a[name].shape} or non-finite values, expected ({m},) finite")
     for name in ("components", "normalization", "eigenvalues", "coef", "intercept"):
         if not np.all(np.isfinite(a[name])):
             bad(f"array {name!r} holds NaN or infinity")
@@ -241,4 +249,6 @@ def load_model(path: str | os.PathLike):
     obj = fitted["objective_"]
     model.objective_ = float(obj) if np.ndim(obj) == 0 else np.asarray(obj, dtype=np.float64)
     model.solver_stats_ = dict(fitted.get("solver_stats", {}), problems=fitted.get("problems", []))
+    if "probA" in a:
+        model.probA_, model.probB_ = a["probA"], a["probB"]
     return model

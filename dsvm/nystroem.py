@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._blas import blas_for_order
 from .kernels import KernelSpec, PreparedLandmarks, kernel_block, kernel_matrix, prepare_landmarks
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ def nystroem_normalization(K_LL: np.ndarray, eig_rtol: float) -> tuple[np.ndarra
         The kept eigenvalues, decreasing.
     """
     K = 0.5 * (K_LL + K_LL.T)
-    lam, V = np.linalg.eigh(K)
+    with blas_for_order(K.shape[0]):
+        lam, V = np.linalg.eigh(K)
     lam, V = lam[::-1], V[:, ::-1]
     lam_max = lam[0] if lam.size else 0.0
     if not np.isfinite(lam_max) or lam_max <= 0:

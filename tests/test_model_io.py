@@ -117,3 +117,13 @@ def test_object_array_in_file_is_refused_without_unpickling(tmp_path, fitted):
 def test_atomic_save_leaves_no_temporary_file(tmp_path, fitted):
     save_model(fitted[0], tmp_path / "m.npz")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+def test_round_trip_keeps_platt_sigmoids(tmp_path):
+    X, y = make_circles_problem(n=300, seed=6)
+    model = NystroemSVC(n_components=30, gamma=0.3, probability=True, random_state=0).fit(X, y)
+    loaded = load_model(save_model(model, tmp_path / "p.npz"))
+    np.testing.assert_allclose(loaded.predict_proba(X), model.predict_proba(X))
+    bad = _rewrite(tmp_path / "p.npz", tmp_path / "bad.npz", probA=np.ones(3))
+    with pytest.raises(ModelFileError, match="probA"):
+        load_model(bad)

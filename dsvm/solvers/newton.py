@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 
+from .._blas import blas_for_order
 from .cg import conjugate_gradient
 
 logger = logging.getLogger(__name__)
@@ -98,12 +99,13 @@ def _objective(reg: np.ndarray, x: np.ndarray, loss: float) -> float:
 
 
 def _solve_newton_system(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    try:
-        c = scipy.linalg.cho_factor(H, lower=False, check_finite=False)
-        return scipy.linalg.cho_solve(c, rhs, check_finite=False)
-    except np.linalg.LinAlgError:
-        sol, *_ = scipy.linalg.lstsq(H, rhs, check_finite=False)
-        return sol
+    with blas_for_order(H.shape[0]):
+        try:
+            c = scipy.linalg.cho_factor(H, lower=False, check_finite=False)
+            return scipy.linalg.cho_solve(c, rhs, check_finite=False)
+        except np.linalg.LinAlgError:
+            sol, *_ = scipy.linalg.lstsq(H, rhs, check_finite=False)
+            return sol
 
 
 def semismooth_newton(

@@ -1,0 +1,331 @@
+"""Platt scaling of decision values: probability estimates for :class:`~dsvm.NystroemSVC`.
+
+With ``probability=True`` a classifier learns, per binary (one-vs-rest)
+problem, a sigmoid
+
+    P(y = +1 | f) = 1 / (1 + exp(A f + B))
+
+of its decision value ``f`` (Platt 1999), fitted as LIBSVM and scikit-learn's
+``SVC(probability=True)`` do:
+
+* on **held-out decision values**: an internal ``n_folds``-fold cross-validation
+  (default 5, as LIBSVM) inside ``fit``.  The folds are assigned by a hash of
+  the global row index and the seed, so they do not depend on how the rows are
+  blocked (numpy and dask input give the same folds) and need nothing on the
+  client.  Like LIBSVM's, the folds are random, not stratified;
+* with Platt's smoothed targets ``t+ = (N+ + 1)/(N+ + 2)``, ``t- = 1/(N- + 2)``
+  and the robust Newton method with backtracking of Lin, Lin & Weng (2007),
+  "A note on Platt's probabilistic outputs for support vector machines"
+  (:func:`fit_platt`, a port of LIBSVM's ``sigmoid_train``).
+
+Reuse: the fold models are trained on the **feature matrix of the final fit**
+(the same ``FeatureStore``), the held-out rows masked out by a zero weight —
+for the L2-loss objective a zero cost removes a row exactly, so each fold
+model is the model of the remaining rows *in the feature space of the full
+data*: the landmarks and the Nyström map are those of all rows (LIBSVM's fold
+models have no such shared stage).  Folds after the first start from the first
+fold's solution (warm start).
+
+Out of core: the held-out decision values are computed block-wise in one
+pass and only ``(f_i, t_i)`` pairs come back to the client — 9 bytes per row.
+Up to :data:`MAX_PLATT_ROWS` rows all pairs are used; above, a seeded uniform
+subsample of about that many rows (hash-selected, again independent of the
+blocking), which bounds client memory to ~20 MB while two parameters are fitted.
+Rows with zero sample weight are not used; other weights do not weight the
+sigmoid fit (as in LIBSVM).
+
+Multiclass: one sigmoid per one-vs-rest problem, the probabilities normalised
+to sum to one (scikit-learn's ``SVC`` uses pairwise coupling of one-vs-one
+sigmoids instead; one-vs-rest is what this package trains).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .blockwise import RowBlocks
+
+logger = logging.getLogger(__name__)
+
+#: At most about this many (decision value, label) pairs are brought to the
+#: client for the sigmoid fit; beyond it a uniform random subsample is used.
+MAX_PLATT_ROWS = 2_000_000
+
+_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+# ---------------------------------------------------------------------------
+# The sigmoid
+
+
+def fit_platt(
+    dec, positive, *, max_iter: int = 100, min_step: float = 1e-10, sigma: float = 1e-12, eps: float = 1e-5
+) -> tuple[float, float]:
+    """Fit ``P(y=1|f) = 1/(1+exp(A f + B))`` to decision values ``dec``; return ``(A, B)``.
+
+    Platt's method with the smoothed targets and the Newton iteration with
+    backtracking line search of Lin, Lin & Weng (2007) — the algorithm of
+    LIBSVM's ``sigmoid_train``, vectorised.
+
+    Parameters
+    ----------
+    dec : array of shape (n,)
+        Decision values (held out).
+    positive : bool array of shape (n,)
+        True for rows of the positive class.
+    max_iter, min_step, sigma, eps
+        LIBSVM's constants: iterations, smallest step, Hessian ridge, gradient
+        tolerance.
+    """
+    f = np.asarray(dec, dtype=np.float64).ravel()
+    pos = np.asarray(positive, dtype=bool).ravel()
+    if f.shape != pos.shape:
+        raise ValueError(f"dec and positive must have the same length, got {f.shape} and {pos.shape}")
+    prior1 = float(pos.sum())
+    prior0 = float(pos.size - prior1)
+    hi, lo = (prior1 + 1.0) / (prior1 + 2.0), 1.0 / (prior0 + 2.0)
+    t = np.where(pos, hi, lo)
+
+    def objective(A, B):
+        z = f * A + B
+        # t z + log(1 + exp(-z)) == (t - 1) z + log(1 + exp(z)); logaddexp is stable for both signs
+        return float(np.sum(t * z + np.logaddexp(0.0, -z)))
+
+    A, B = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
+    fval = objective(A, B)
+    it = 0
+    for it in range(1, max_iter + 1):
+        z = f * A + B
+        p = _sigmoid_neg(z)  # P(y=1|f) = 1/(1+exp(z))
+        q = 1.0 - p
+        d2 = p * q
+        h11 = sigma + float(np.dot(f * f, d2))
+        h22 = sigma + float(d2.sum())
+        h21 = float(np.dot(f, d2))
+        d1 = t - p
+        g1 = float(np.dot(f, d1))
+        g2 = float(d1.sum())
+        if abs(g1) < eps and abs(g2) < eps:
+            break
+        det = h11 * h22 - h21 * h21
+        dA = -(h22 * g1 - h21 * g2) / det
+        dB = -(-h21 * g1 + h11 * g2) / det
+        gd = g1 * dA + g2 * dB
+        step = 1.0
+        while step >= min_step:
+            newA, newB = A + step * dA, B + step * dB
+            newf = objective(newA, newB)
+            if newf < fval + 1e-4 * step * gd:
+                A, B, fval = newA, newB, newf
+                break
+            step *= 0.5
+        if step < min_step:
+            logger.info("platt: line search failed after %d iterations (|g| = %.2e, %.2e)", it, g1, g2)
+            break
+    else:
+        logger.info("platt: reached max_iter=%d", max_iter)
+    logger.info("platt: A=%.6g B=%.6g on %d rows (%d positive), %d iterations", A, B, f.size, int(prior1), it)
+    return float(A), float(B)
+
+
+def _sigmoid_neg(z: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(z))`` without overflow."""
+    out = np.empty_like(z, dtype=np.float64)
+    nonneg = z >= 0
+    e = np.exp(-z[nonneg])
+    out[nonneg] = e / (1.0 + e)
+    out[~nonneg] = 1.0 / (1.0 + np.exp(z[~nonneg]))
+    return out
+
+
+def platt_log_proba(dec: np.ndarray, probA: np.ndarray, probB: np.ndarray) -> np.ndarray:
+    """Log-probabilities of every class from decision values, shape (n, n_classes).
+
+    ``dec`` has one column per binary problem.  One problem (two classes):
+    ``[log(1 − p), log p]`` with ``p = 1/(1+exp(A f + B))``; several (one-vs-rest):
+    ``log p_j − log Σ_l p_l``.  Computed in the log domain (``logaddexp``), so
+    no probability underflows to ``log 0``.
+    """
+    dec = np.asarray(dec, dtype=np.float64)
+    if dec.ndim == 1:
+        dec = dec[:, None]
+    z = dec * probA[None, :] + probB[None, :]
+    if dec.shape[1] == 1:
+        z = z[:, 0]
+        return np.column_stack([-np.logaddexp(0.0, -z), -np.logaddexp(0.0, z)])
+    logp = -np.logaddexp(0.0, z)
+    top = logp.max(axis=1, keepdims=True)
+    return logp - (top + np.log(np.exp(logp - top).sum(axis=1, keepdims=True)))
+
+
+def proba_block(dec_block, probA, probB, log=False):
+    """Block function: (log-)probabilities of a block of decision values."""
+    lp = platt_log_proba(dec_block, probA, probB)
+    return lp if log else np.exp(lp)
+
+
+# ---------------------------------------------------------------------------
+# Folds independent of the blocking
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        x += np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def row_hash(n: int, seed: int, offset: int = 0) -> np.ndarray:
+    """A 64-bit pseudo-random hash of the global row indices ``offset .. offset+n-1``."""
+    key = _splitmix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
+    idx = np.arange(offset, offset + n, dtype=np.uint64)
+    return _splitmix64(idx ^ key)
+
+
+def _fold_block(v_block, n_folds, seed, sample_rate, offset=0):
+    """Fold of every row (0 .. n_folds-1), or -1 - fold for rows outside the Platt subsample."""
+    h = row_hash(v_block.shape[0], seed, offset)
+    fold = (h % np.uint64(n_folds)).astype(np.int16)
+    if sample_rate < 1.0:
+        u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+        fold = np.where(u < sample_rate, fold, -1 - fold).astype(np.int16)
+    return fold
+
+
+def _fold_weight_block(fold, sample_weight, f):
+    real = np.where(fold < 0, -1 - fold, fold)
+    w = (real != f).astype(np.float64)
+    return w if sample_weight is None else w * sample_weight
+
+
+def _heldout_pairs_block(F, codes, fold, sample_weight, W, positive):
+    """``(decision value, is positive)`` of every sampled row with its fold's model."""
+    keep = fold >= 0
+    if sample_weight is not None:
+        keep &= np.asarray(sample_weight) > 0
+    if not keep.any():
+        return np.zeros(0), np.zeros(0, dtype=bool)
+    Fk = F[keep]
+    dec_all = (Fk @ W[:, :-1].T.astype(Fk.dtype)).astype(np.float64) + W[:, -1]
+    dec = dec_all[np.arange(Fk.shape[0]), fold[keep]]
+    return dec, np.asarray(codes)[keep] == positive
+
+
+def _concat_pairs(parts):
+    parts = list(parts)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+# ---------------------------------------------------------------------------
+# Warm-started solves (shared with dsvm.search)
+
+
+def warm_solve(est, op, dim: int, hessian: str, x0=None, label: str = ""):
+    """Solve one problem with the estimator's solver, from ``x0`` where the solver allows.
+
+    Newton and TRON take a starting point; DCD and Pegasos start from scratch.
+    """
+    from .solvers import semismooth_newton
+    from .solvers.tron import trust_region_newton
+
+    options = dict(est.solver_options or {})
+    if est.solver == "newton":
+        return semismooth_newton(op, dim, x0=x0, tol=est.tol, max_iter=est.max_iter, hessian=hessian, label=label,
+                                 **options)
+    if est.solver == "tron":
+        return trust_region_newton(op, dim, x0=x0, tol=est.tol, max_iter=est.max_iter, label=label, **options)
+    return est._solve(op, dim, hessian, label)
+
+
+def n_columns(F: RowBlocks) -> int:
+    """Number of columns of a 2-d :class:`RowBlocks`."""
+    if hasattr(F, "array"):
+        return int(F.array.shape[1])
+    return int(F.blocks[0].shape[1])
+
+
+def resolve_seed(random_state) -> int:
+    """An integer seed from ``random_state`` (int, RandomState or None)."""
+    if isinstance(random_state, (int, np.integer)):
+        return int(random_state)
+    from sklearn.utils import check_random_state
+
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+
+class PlattCalibration:
+    """Held-out Platt scaling of one fit, run on that fit's feature blocks.
+
+    :meth:`fit_problem` is called once per binary problem with the feature
+    blocks, label codes and sample weights of the fit; :attr:`probA` /
+    :attr:`probB` collect the sigmoids.
+    """
+
+    def __init__(self, est, n_problems: int, n_folds: int = 5, seed: int = 0):
+        if n_folds < 2:
+            raise ValueError(f"Platt scaling needs at least 2 folds, got {n_folds}")
+        self.est = est
+        self.n_folds = int(n_folds)
+        self.seed = int(seed)
+        self.probA = np.zeros(n_problems)
+        self.probB = np.zeros(n_problems)
+        self.stats: list[dict] = []
+        self._folds = None
+        self._weights = None
+
+    def _prepare(self, codes: RowBlocks, sample_weight: RowBlocks | None) -> None:
+        if self._folds is not None:
+            return
+        n = codes.n_rows
+        rate = min(1.0, MAX_PLATT_ROWS / max(n, 1))
+        if rate < 1.0:
+            logger.info("platt: fitting the sigmoids on a %.3g subsample (~%d of %d rows)", rate, MAX_PLATT_ROWS, n)
+        folds = codes.map_blocks(_fold_block, None, np.int16, shared=(self.n_folds, self.seed, rate), with_offset=True)
+        self._folds = folds.persist()
+        self._weights = [
+            self._folds.map_blocks(_fold_weight_block, None, np.float64, aligned=(sample_weight,), shared=(f,)).persist()
+            for f in range(self.n_folds)
+        ]
+
+    def fit_problem(self, F: RowBlocks, codes: RowBlocks, sample_weight: RowBlocks | None, positive: int,
+                    class_cost: np.ndarray, j: int, hessian: str, label: str = "") -> None:
+        """Fold models of problem ``j``, their held-out decision values, the sigmoid."""
+        from .operator import SquaredHingeOperator
+
+        self._prepare(codes, sample_weight)
+        dim = n_columns(F) + 1
+        W = np.zeros((self.n_folds, dim))
+        x0 = None
+        not_converged = 0
+        passes = iters = 0
+        for f in range(self.n_folds):
+            op = SquaredHingeOperator(F, codes, positive, class_cost, self._weights[f], self.est.fit_intercept)
+            res = warm_solve(self.est, op, dim, hessian, x0, f"{label}[platt fold {f}] ")
+            W[f] = res.x
+            x0 = W[0] if x0 is None else x0
+            not_converged += not res.converged
+            passes += res.n_passes
+            iters += res.n_iter
+        if not_converged:
+            warnings.warn(
+                f"{label}{not_converged} of {self.n_folds} calibration fold solves did not converge; increase max_iter",
+                ConvergenceWarning, stacklevel=4,
+            )
+        dec, pos = F.map_reduce(
+            _heldout_pairs_block, aligned=(codes, self._folds, sample_weight), shared=(W, positive),
+            combine=_concat_pairs,
+        )
+        if dec.size == 0:
+            raise ValueError("no row is left to fit the probability sigmoid on (all sample weights are zero?)")
+        self.probA[j], self.probB[j] = fit_platt(dec, pos)
+        self.stats.append({"problem": j, "n_rows": int(dec.size), "n_passes": passes, "n_iter": iters,
+                           "A": self.probA[j], "B": self.probB[j]})
+
+
+__all__ = ["fit_platt", "platt_log_proba", "proba_block", "PlattCalibration", "warm_solve", "MAX_PLATT_ROWS"]

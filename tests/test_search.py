@@ -1,0 +1,365 @@
+"""NystroemSVCCV: the cross-validated search that reuses landmarks, kernel columns, features and solutions."""
+
+import pickle
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold, ShuffleSplit, StratifiedKFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dsvm import NystroemSVC
+from dsvm.blockwise import aligned_vector, as_row_blocks
+from dsvm.kernels import kernel_matrix, make_kernel_spec, prepare_landmarks
+from dsvm.nystroem import fit_feature_map, nystroem_normalization
+from dsvm.operator import SquaredHingeOperator
+from dsvm.search import (
+    NystroemSVCCV,
+    _KernelColumns,
+    _Projection,
+    _WarmOperator,
+    _scaled_pass,
+    parse_search_args,
+    score_from_confusion,
+    search_and_report,
+    write_cv_report,
+)
+from dsvm.solvers import semismooth_newton
+
+from conftest import make_circles_problem
+
+
+def _linear_problem(n=400, classes=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    score = X @ rng.normal(size=(5, classes)) + 0.8 * rng.normal(size=(n, classes))
+    y = np.argmax(score, axis=1) if classes > 2 else np.where(score[:, 0] > 0, 1, -1)
+    return X, y
+
+
+EXACT = dict(kernel="linear", dtype="float64", tol=1e-10, random_state=0)
+
+
+# ---------------------------------------------------------------- the same answers as GridSearchCV
+@pytest.mark.parametrize("classes, scoring", [(2, "accuracy"), (2, "f1"), (3, "accuracy"), (3, "balanced_accuracy")])
+def test_equals_grid_search_when_the_feature_space_does_not_depend_on_the_landmarks(classes, scoring):
+    """Linear kernel with k >= p landmarks: every landmark set spans the same feature space, so
+    fold models on full-data landmarks are exactly GridSearchCV's models on fold landmarks."""
+    X, y = _linear_problem(classes=classes)
+    grid = {"C": [0.003, 0.03, 1.0], "n_components": [10, 20]}
+    cv = StratifiedKFold(4, shuffle=True, random_state=0)
+    gs = GridSearchCV(NystroemSVC(**EXACT), grid, cv=cv, scoring=scoring).fit(X, y)
+    search = NystroemSVCCV(grid, cv=cv, scoring=scoring, **EXACT).fit(X, y)
+    for s in range(4):
+        np.testing.assert_allclose(search.cv_results_[f"split{s}_test_score"], gs.cv_results_[f"split{s}_test_score"],
+                                   atol=1e-12)
+    np.testing.assert_array_equal(search.cv_results_["rank_test_score"], gs.cv_results_["rank_test_score"])
+    assert search.best_params_ == gs.best_params_
+    assert search.cv_results_["params"] == gs.cv_results_["params"]
+    assert sorted(search.cv_results_) == sorted(gs.cv_results_)
+    np.testing.assert_allclose(search.best_estimator_.coef_, gs.best_estimator_.coef_)
+    np.testing.assert_array_equal(search.predict(X), gs.predict(X))
+
+
+def test_rbf_search_is_close_to_grid_search(circles):
+    X, y = circles
+    grid = {"C": [1.0, 100.0], "gamma": [0.05, 0.5], "n_components": [40, 120]}
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    gs = GridSearchCV(NystroemSVC(random_state=0), grid, cv=cv).fit(X, y)
+    search = NystroemSVCCV(grid, cv=cv, random_state=0, return_train_score=True).fit(X, y)
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], gs.cv_results_["mean_test_score"], atol=0.03)
+    assert gs.cv_results_["mean_test_score"][search.best_index_] >= gs.best_score_ - 0.01
+    assert np.all(search.cv_results_["mean_train_score"] >= search.cv_results_["mean_test_score"] - 0.02)
+    best = search.best_estimator_
+    assert isinstance(best, NystroemSVC)
+    assert {k: best.get_params()[k] for k in search.best_params_} == search.best_params_
+    np.testing.assert_array_equal(search.predict(X), best.predict(X))
+    np.testing.assert_array_equal(search.decision_function(X), best.decision_function(X))
+    assert search.score(X, y) == best.score(X, y)
+
+
+# ---------------------------------------------------------------- what is reused
+def test_kernel_columns_once_per_gamma_and_features_per_gamma_and_k(circles):
+    X, y = circles
+    grid = {"C": [1.0, 10.0, 100.0], "gamma": [0.1, 0.3], "n_components": [30, 60, 90]}
+    search = NystroemSVCCV(grid, cv=3, random_state=0, refit=False).fit(X, y)
+    st = search.search_stats_
+    assert st["kernel_stores"] == 2 and st["feature_stores"] == 6
+    assert st["n_solves"] == 3 * 2 * 3 * 3
+    # warm starts: cold fits of these 18 grid points need 5-11 Newton iterations (7.2 on average)
+    assert st["newton_iter"] < 5.0 * st["n_solves"]
+    assert not hasattr(search, "best_estimator_")
+    with pytest.raises(AttributeError, match="refit=False"):
+        search.predict(X)
+
+
+def test_nested_landmarks_project_the_first_k_kernel_columns():
+    rng = np.random.default_rng(0)
+    X, L = rng.normal(size=(300, 4)), rng.normal(size=(50, 4))
+    spec = make_kernel_spec("rbf", 0.4)
+    K = _KernelColumns(prepare_landmarks(L, spec, np.float64)).transform_block(X)
+    for k in (10, 30, 50):
+        norm, _ = nystroem_normalization(kernel_matrix(L, L, spec)[:k, :k], 1e-10)
+        F = _Projection(norm, np.float64).transform_block(K)
+        np.testing.assert_allclose(F, fit_feature_map(L[:k], spec, np.float64).transform_block(X), rtol=1e-9, atol=1e-10)
+
+
+def test_solutions_map_to_a_larger_nested_k_with_the_same_decision_function():
+    from dsvm.search import _map_to_larger_k
+
+    rng = np.random.default_rng(1)
+    X, L = rng.normal(size=(200, 3)), rng.normal(size=(40, 3))
+    spec = make_kernel_spec("rbf", 0.3)
+    K_LL = kernel_matrix(L, L, spec)
+    small, _ = nystroem_normalization(K_LL[:15, :15], 1e-12)
+    big, lam = nystroem_normalization(K_LL, 1e-12)
+    w = np.r_[rng.normal(size=small.shape[0]), 0.7]
+    W = w[None, None, None, :]  # (fold, C, problem, r + 1)
+    w_big = _map_to_larger_k((small, W, [1.0]), big, lam, [(1.0, 0)])[0, 0]
+    f_small = fit_feature_map(L[:15], spec, np.float64).transform_block(X) @ w[:-1] + w[-1]
+    f_big = fit_feature_map(L, spec, np.float64).transform_block(X) @ w_big[:-1] + w_big[-1]
+    np.testing.assert_allclose(f_big, f_small, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(w_big[:-1] @ w_big[:-1], w[:-1] @ w[:-1], rtol=1e-6)
+
+
+def test_warm_operator_reuses_the_scaled_gram_without_changing_the_answer():
+    X, y = make_circles_problem(n=500, seed=2)
+    fmap = NystroemSVC(n_components=50, gamma=0.3, dtype="float64", random_state=0, max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fmap.fit(X, y)
+    rb = as_row_blocks(fmap.feature_map_.transform_block(X), 128)
+    codes = aligned_vector((y > 0).astype(np.int32), rb)
+    dim = fmap.coef_.shape[1] + 1
+
+    def op(C):
+        return SquaredHingeOperator(rb, codes, 1, np.array([C, C]), None)
+
+    first = _WarmOperator(op(1.0))
+    r1 = semismooth_newton(first, dim, tol=1e-10)
+    known = first.result_at(r1.x)
+    assert known is not None and known.hess is not None and first.zero is not None
+    plain_op = op(10.0)
+    plain = semismooth_newton(plain_op, dim, x0=r1.x, tol=1e-10)
+    warm_op = _WarmOperator(op(10.0), start=(r1.x, _scaled_pass(known, 10.0)), zero=_scaled_pass(first.zero, 10.0))
+    warm = semismooth_newton(warm_op, dim, x0=r1.x, tol=1e-10)
+    np.testing.assert_allclose(warm.objective, plain.objective, rtol=1e-12)
+    np.testing.assert_allclose(warm.x, plain.x, rtol=1e-7, atol=1e-9)
+    assert warm.n_iter == plain.n_iter and warm.n_passes <= plain.n_passes - 2  # opening and zero passes saved
+    # what it hands the solver at the start is what passes would compute
+    fresh = op(10.0).evaluate(r1.x, r1.x, (), "full")
+    scaled = _scaled_pass(known, 10.0)
+    np.testing.assert_allclose(scaled.hess, fresh.hess, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(scaled.grad, fresh.grad, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(scaled.loss, fresh.loss, rtol=1e-12)
+
+
+def test_zero_cost_rows_give_exactly_the_model_of_the_other_rows():
+    X, y = make_circles_problem(n=400, seed=4)
+    clf = NystroemSVC(n_components=40, gamma=0.3, dtype="float64", random_state=0).fit(X, y)
+    F = clf.feature_map_.transform_block(X)
+    keep = np.arange(len(y)) % 5 != 2
+    rb_all, rb_keep = as_row_blocks(F, 90), as_row_blocks(F[keep], 90)
+    masked = SquaredHingeOperator(rb_all, aligned_vector((y > 0).astype(np.int32), rb_all), 1, np.array([5.0, 5.0]),
+                                  aligned_vector(keep.astype(float), rb_all))
+    subset = SquaredHingeOperator(rb_keep, aligned_vector((y[keep] > 0).astype(np.int32), rb_keep), 1,
+                                  np.array([5.0, 5.0]))
+    a = semismooth_newton(masked, F.shape[1] + 1, tol=1e-11)
+    b = semismooth_newton(subset, F.shape[1] + 1, tol=1e-11)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("splitter", [KFold(4, shuffle=True, random_state=0), ShuffleSplit(3, test_size=0.3, random_state=0)])
+def test_dask_numpy_and_fold_layouts_agree(circles, splitter):
+    """numpy k-fold data is reordered into fold blocks; dask data and ShuffleSplit use zero-cost masks."""
+    X, y = circles
+    grid = {"C": [1.0, 30.0], "n_components": [30, 60]}
+    kw = dict(gamma=0.3, dtype="float64", tol=1e-9, random_state=0, refit=False)
+    a = NystroemSVCCV(grid, cv=splitter, **kw).fit(X, y)
+    b = NystroemSVCCV(grid, cv=splitter, **kw).fit(da.from_array(X, chunks=(128, -1)), da.from_array(y, chunks=128))
+    np.testing.assert_allclose(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"], atol=1e-12)
+
+
+def test_concurrent_folds_give_the_same_results(circles):
+    X, y = circles
+    grid = {"C": [1.0, 10.0], "n_components": [40]}
+    kw = dict(gamma=0.3, dtype="float64", tol=1e-9, random_state=0, refit=False, cv=4)
+    a = NystroemSVCCV(grid, **kw).fit(X, y)
+    b = NystroemSVCCV(grid, n_jobs=3, **kw).fit(X, y)
+    np.testing.assert_allclose(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"])
+
+
+# ---------------------------------------------------------------- other parameters and options
+def test_other_parameters_in_the_grid_and_sample_weight():
+    rng = np.random.default_rng(0)
+    X, y = make_circles_problem(n=500, seed=5)
+    y = np.where((y > 0) & (rng.random(500) < 0.3), 1, -1)  # imbalanced
+    grid = [{"C": [1.0, 10.0], "class_weight": [None, "balanced"]}, {"C": [3.0], "landmarks": ["kmeans"]}]
+    search = NystroemSVCCV(grid, cv=3, scoring="balanced_accuracy", n_components=40, gamma=0.3, random_state=0)
+    search.fit(X, y, sample_weight=rng.uniform(0.5, 1.5, size=500))
+    assert len(search.cv_results_["params"]) == 5
+    assert search.cv_results_["param_class_weight"].mask[-1]  # not set for the kmeans candidate
+    scores = dict(zip(map(str, search.cv_results_["params"]), search.cv_results_["mean_test_score"]))
+    assert scores[str({"C": 1.0, "class_weight": "balanced"})] > scores[str({"C": 1.0, "class_weight": None})]
+    assert search.best_params_.get("class_weight") == "balanced"
+
+
+def test_gamma_scale_and_probability_refit(circles):
+    X, y = circles
+    search = NystroemSVCCV({"C": [1.0, 10.0], "gamma": ["scale", 0.3]}, cv=3, n_components=40, random_state=0,
+                           probability=True).fit(X, y)
+    assert search.predict_proba(X).shape == (len(y), 2)
+    assert hasattr(search, "predict_log_proba")
+    assert not hasattr(NystroemSVCCV(), "predict_proba")
+
+
+def test_bad_parameters_are_reported(circles):
+    X, y = circles
+    with pytest.raises(ValueError, match="not NystroemSVC parameters"):
+        NystroemSVCCV({"k": [10]}).fit(X, y)
+    with pytest.raises(ValueError, match="scoring"):
+        NystroemSVCCV({"C": [1.0]}, scoring="roc_auc").fit(X, y)
+    with pytest.raises(ValueError, match="gamma"):
+        NystroemSVCCV({"gamma": [-1.0]}, n_components=20).fit(X, y)
+
+
+def test_score_from_confusion():
+    cm = np.array([[50, 10], [5, 35]])
+    assert score_from_confusion(cm, "accuracy") == 0.85
+    np.testing.assert_allclose(score_from_confusion(cm, "balanced_accuracy"), (50 / 60 + 35 / 40) / 2)
+    np.testing.assert_allclose(score_from_confusion(cm, "precision"), 35 / 45)
+    np.testing.assert_allclose(score_from_confusion(cm, "f1"), 2 * 35 / (2 * 35 + 10 + 5))
+
+
+# ---------------------------------------------------------------- scikit-learn / dask-ml integration
+def test_clone_and_pickle(circles):
+    X, y = circles
+    search = NystroemSVCCV({"C": [1.0, 10.0]}, cv=3, n_components=30, gamma=0.3, random_state=0)
+    assert clone(search).get_params() == search.get_params()
+    pickle.loads(pickle.dumps(search))
+    search.fit(X, y)
+    again = pickle.loads(pickle.dumps(search))
+    np.testing.assert_array_equal(again.predict(X), search.predict(X))
+    assert again.best_params_ == search.best_params_
+
+
+def test_nystroem_svc_inside_grid_search_clones_and_pickles(circles):
+    X, y = circles
+    gs = GridSearchCV(NystroemSVC(n_components=30, random_state=0), {"C": [1.0, 10.0], "gamma": [0.1, 0.3]}, cv=3)
+    gs.fit(X, y)
+    again = pickle.loads(pickle.dumps(gs))
+    np.testing.assert_array_equal(again.predict(X), gs.predict(X))
+
+
+def test_dask_ml_search_estimators(circles):
+    """dask-ml's searches clone NystroemSVC and call fit on numpy and dask slices (skipped without dask-ml)."""
+    dcv = pytest.importorskip("dask_ml.model_selection")
+    X, y = circles
+    gs = dcv.GridSearchCV(NystroemSVC(n_components=30, random_state=0), {"C": [1.0, 10.0]}, cv=3)
+    gs.fit(da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150))
+    assert gs.best_score_ > 0.8
+    rs = dcv.RandomizedSearchCV(NystroemSVC(n_components=30, random_state=0), {"C": [0.1, 1.0, 10.0], "gamma": [0.1, 0.3]},
+                                n_iter=3, cv=3, random_state=0).fit(X, y)
+    assert rs.best_score_ > 0.8
+
+
+@parametrize_with_checks([NystroemSVCCV({"C": [1.0, 10.0]}, n_components=30, cv=3, random_state=0)],
+                         expected_failed_checks=lambda est: {
+                             "check_sample_weight_equivalence_on_dense_data": "landmarks are sampled from rows",
+                             "check_sample_weight_equivalence_on_sparse_data": "landmarks are sampled from rows",
+                         })
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# ---------------------------------------------------------------- CLI / pipeline helpers
+def test_parse_search_args():
+    assert parse_search_args(["C=1,10,100", "gamma=0.01,0.05", "k=500,1000"]) == {
+        "C": [1.0, 10.0, 100.0], "gamma": [0.01, 0.05], "n_components": [500, 1000]}
+    assert parse_search_args("C=1 gamma=scale,0.1 class_weight=none,balanced") == {
+        "C": [1.0], "gamma": ["scale", 0.1], "class_weight": [None, "balanced"]}
+    for bad, match in [(["C"], "NAME="), (["k=1.5"], "integer"), (["C=-1"], "positive"), (["foo=1"], "not a NystroemSVC"),
+                       (["C=a"], "number"), (["C=1", "C=2"], "twice"), ([], "at least one")]:
+        with pytest.raises(ValueError, match=match):
+            parse_search_args(bad)
+
+
+def test_write_cv_report(tmp_path, circles):
+    X, y = circles
+    grid = {"C": [1.0, 10.0, 100.0], "gamma": [0.1, 0.3], "n_components": [20, 40]}
+    search = NystroemSVCCV(grid, cv=3, random_state=0, refit=False).fit(X, y)
+    paths = write_cv_report(search, tmp_path / "report")
+    assert set(paths) == {"csv", "json", "markdown", "heatmap"}
+    assert all(p.exists() and p.stat().st_size > 0 for p in paths.values())
+    lines = paths["csv"].read_text().splitlines()
+    assert len(lines) == 1 + 12 and lines[0].startswith("rank,C,gamma,n_components,mean_test_score")
+    import json
+
+    doc = json.loads(paths["json"].read_text())
+    assert doc["best_params"] == search.best_params_ and len(doc["results"]) == 12
+    assert "| rank |" in paths["markdown"].read_text()
+    assert paths["heatmap"].read_bytes()[:4] == b"\x89PNG"
+    # also for scikit-learn's GridSearchCV over NystroemSVC
+    gs = GridSearchCV(NystroemSVC(n_components=20, random_state=0), {"C": [1.0, 10.0], "gamma": [0.1, 0.3]}, cv=3)
+    assert "heatmap" in write_cv_report(gs.fit(X, y), tmp_path / "gs", prefix="gs")
+
+
+def test_write_cv_report_without_matplotlib(tmp_path, circles, monkeypatch):
+    import builtins
+
+    X, y = circles
+    search = NystroemSVCCV({"C": [1.0, 10.0]}, cv=3, n_components=20, random_state=0, refit=False).fit(X, y)
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kw):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.warns(UserWarning, match="matplotlib"):
+        paths = write_cv_report(search, tmp_path)
+    assert "heatmap" not in paths and paths["csv"].exists()
+
+
+def test_search_and_report_for_the_cli_and_pipelines(tmp_path, circles):
+    X, y = circles
+    grid = parse_search_args(["C=1,10", "gamma=0.1,0.3", "k=20,40"])
+    search, paths = search_and_report(X, y, param_grid=grid, out_dir=tmp_path, cv=3, C=5.0, n_components=30,
+                                      random_state=0)
+    assert set(search.best_params_) == {"C", "gamma", "n_components"}
+    assert search.best_estimator_.n_components == search.best_params_["n_components"]
+    assert paths["heatmap"].exists() and paths["csv"].exists()
+
+
+def test_search_on_a_zarr_dataset(tmp_path, circles):
+    """What `dsvm train DATA.zarr --search ...` passes: a Dataset of lazy dask arrays (masked folds)."""
+    from dsvm import open_dataset, write_dataset
+
+    X, y = circles
+    write_dataset(tmp_path / "d.zarr", X, y, chunk_rows=128, dtype="float64")
+    ds = open_dataset(tmp_path / "d.zarr")
+    grid = {"C": [1.0, 10.0], "n_components": [20, 40]}
+    kw = dict(gamma=0.3, dtype="float64", tol=1e-9, random_state=0, cv=3)
+    a = NystroemSVCCV(grid, **kw).fit(ds)
+    b = NystroemSVCCV(grid, **kw).fit(X, y)
+    np.testing.assert_allclose(a.cv_results_["mean_test_score"], b.cv_results_["mean_test_score"], atol=1e-12)
+    assert a.score(ds) == a.best_estimator_.score(X, y)
+
+
+def test_search_and_probabilities_on_a_local_cluster(local_cluster_client, circles):
+    """Fold solves, scoring passes and the Platt folds run on a real two-process cluster."""
+    X, y = circles
+    Xd, yd = da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)
+    grid = {"C": [1.0, 10.0], "n_components": [20, 40]}
+    kw = dict(gamma=0.3, dtype="float64", tol=1e-9, random_state=0, cv=3, probability=True)
+    local = NystroemSVCCV(grid, **kw).fit(X, y)
+    with local_cluster_client.as_current():
+        remote = NystroemSVCCV(grid, **kw).fit(Xd, yd)
+        P = remote.predict_proba(Xd)
+        assert isinstance(P, da.Array)
+        P = P.compute()
+    np.testing.assert_allclose(remote.cv_results_["mean_test_score"], local.cv_results_["mean_test_score"], atol=1e-12)
+    np.testing.assert_allclose(P, local.predict_proba(X), rtol=1e-5, atol=1e-7)
