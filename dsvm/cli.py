@@ -115,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="model file to write (.npz)")
     _model_args(p)
     p.add_argument("--checkpoint", metavar="PATH", help="write the Newton state after each iteration and resume from it")
+    g = p.add_argument_group("model selection (cross-validated grid search, warm-started; the best model is saved)")
+    g.add_argument("--search", nargs="+", metavar="NAME=V1,V2", help="grid, e.g. C=1,10,100 gamma=0.01,0.05 k=500,1000")
+    g.add_argument("--cv", type=int, default=5, help="folds (default 5)")
+    g.add_argument("--scoring", default="accuracy", help="accuracy, balanced_accuracy, f1, ... (default accuracy)")
+    g.add_argument("--cv-report", metavar="DIR", help="where the CV table and heat map go (default: next to the model)")
     _add_cluster_args(p)
 
     p = sub.add_parser("evaluate", help="accuracy and per-class precision/recall of a model on a dataset")
@@ -227,12 +232,32 @@ def cmd_train(args) -> int:
     model = NystroemSVC(**params)
     if args.checkpoint:
         model.set_params(checkpoint=args.checkpoint)
+    grid = None
+    if args.search:
+        from .search import SCORINGS, parse_search_args
+
+        try:
+            grid = parse_search_args(args.search)
+        except ValueError as exc:
+            raise UserError(f"--search: {exc}") from None
+        if args.scoring not in SCORINGS:
+            raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
     if not Path(args.data).exists():
         raise UserError(f"{args.data}: no such file or dataset")
     with tempfile.TemporaryDirectory(prefix="dsvm-") as tmp, _connect(args):
         ds = _open_data(args.data, tmp)
         t0 = time.perf_counter()
-        model.fit(ds)
+        if grid is None:
+            model.fit(ds)
+        else:
+            from .search import search_and_report
+
+            out_dir = args.cv_report or str(Path(args.model).with_suffix("")) + "_cv"
+            search, paths = search_and_report(ds, param_grid=grid, out_dir=out_dir, cv=args.cv, scoring=args.scoring,
+                                              **model.get_params())
+            model = search.best_estimator_
+            logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
+                        search.best_score_, paths.get("markdown"))
         logger.info("trained in %.2fs: %d landmarks, %d Newton iterations", time.perf_counter() - t0,
                     model.components_.shape[0], model.n_iter_)
     save_model(model, args.model)

@@ -13,6 +13,7 @@ A pipeline file (see ``pipelines/``)::
     model:
       estimator: NystroemSVC
       params: {C: 10, gamma: 0.05, n_components: 500, random_state: 0}
+      # search: {grid: {C: [1, 10, 100], gamma: [0.01, 0.05]}, cv: 5}   # optional CV step
     experiments:
       accuracy_vs_k: [100, 200, 500, 1000]   # optional extra fits, one plot
     report: {plots: true}
@@ -235,6 +236,16 @@ def _markdown(report: dict[str, Any]) -> str:
     for p in report["solver"]["problems"]:
         lines.append(f"| {p['class']} | {p['n_iter']} | {p['n_passes']} | {p['seconds']:.3f} | {p['stop_reason']} |")
     lines.append("")
+    if report.get("cv_results"):
+        rows = report["cv_results"]
+        keys = [k for k in rows[0] if k not in ("rank", "mean_test_score", "std_test_score") and not k.startswith("split")
+                and not k.startswith("mean_") and not k.startswith("std_")]
+        lines += ["## Cross-validated search", "", "| rank | " + " | ".join(keys) + " | mean score | std |",
+                  "|---:|" + "---|" * len(keys) + "---:|---:|"]
+        for r in rows:
+            lines.append(f"| {r['rank']} | " + " | ".join(str(r[k]) for k in keys)
+                         + f" | {r['mean_test_score']:.4f} | {r['std_test_score']:.4f} |")
+        lines.append("")
     if report.get("accuracy_vs_k"):
         lines += ["## Accuracy vs k", "", "| k | accuracy | fit seconds |", "|---:|---:|---:|"]
         for r in report["accuracy_vs_k"]:
@@ -280,7 +291,25 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     logger.info("pipeline %s: data ready in %.2fs (train %d rows)", spec["name"], ingest_seconds, train.n_samples)
 
     params = dict(spec["model"].get("params") or {})
-    model = NystroemSVC(**params).fit(train)
+    search_spec = spec["model"].get("search")
+    cv_rows, cv_plots = None, []
+    if search_spec:
+        from .search import cv_table, parse_search_args, search_and_report
+
+        grid = search_spec.get("grid")
+        if not isinstance(grid, dict) or not grid:
+            raise PipelineError("model.search.grid must be a mapping such as {C: [1, 10], gamma: [0.01, 0.05]}")
+        grid = parse_search_args([f"{k}={','.join(str(v) for v in (vs if isinstance(vs, list) else [vs]))}"
+                                  for k, vs in grid.items()])
+        search, paths = search_and_report(train, param_grid=grid, out_dir=out, cv=int(search_spec.get("cv", 5)),
+                                          scoring=search_spec.get("scoring", "accuracy"), prefix="cv", **params)
+        model = search.best_estimator_
+        params = {**params, **search.best_params_}
+        cv_rows = cv_table(search)
+        cv_plots = [Path(p).name for kind, p in paths.items() if kind == "heatmap"]
+        logger.info("pipeline %s: best %s (CV %.4f)", spec["name"], search.best_params_, search.best_score_)
+    else:
+        model = NystroemSVC(**params).fit(train)
     save_model(model, out / "model.npz")
     evaluation = evaluate(model, test) if test is not None else None
     stats = model.solver_stats_
@@ -294,8 +323,10 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
         "timing": {"ingest_seconds": ingest_seconds, **{k: v for k, v in stats.items() if k.endswith("_seconds")}},
         "solver": {"hessian": stats["hessian"], "problems": stats["problems"]},
         "evaluation": evaluation,
-        "plots": [],
+        "plots": list(cv_plots),
     }
+    if cv_rows is not None:
+        report["cv_results"] = cv_rows
     ks = (spec.get("experiments") or {}).get("accuracy_vs_k")
     if ks and test is not None:
         rows = []

@@ -1,0 +1,90 @@
+"""The dsvm command end to end in-process (dsvm.cli.main): ingest, train (with --search),
+evaluate, predict, info, run, demo."""
+
+import json
+
+import numpy as np
+import pytest
+
+import dsvm
+from dsvm.cli import main
+
+from conftest import make_circles_problem
+
+
+@pytest.fixture
+def libsvm_files(tmp_path):
+    X, y = make_circles_problem(n=900, seed=8)
+    paths = []
+    for name, sl in (("train", slice(0, 700)), ("test", slice(700, 900))):
+        path = tmp_path / f"{name}.libsvm"
+        with open(path, "w") as f:
+            for xi, yi in zip(X[sl], y[sl]):
+                f.write(f"{yi:+d} " + " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(xi)) + "\n")
+        paths.append(path)
+    return paths
+
+
+def _run(*argv):
+    return main(["-q", *map(str, argv)])
+
+
+def test_ingest_train_evaluate_predict_info(tmp_path, libsvm_files, capsys):
+    train, test = libsvm_files
+    assert _run("ingest", train, tmp_path / "tr.zarr", "--no-progress") == 0
+    assert _run("ingest", test, tmp_path / "te.zarr", "--n-features", 5, "--no-progress") == 0
+    assert _run("train", tmp_path / "tr.zarr", "--model", tmp_path / "m.npz", "-C", 10, "--gamma", 0.3, "-k", 60,
+                "--workers", 1, "--threads-per-worker", 1) == 0
+    capsys.readouterr()
+    assert _run("evaluate", tmp_path / "m.npz", tmp_path / "te.zarr", "--json", "--workers", 1) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["accuracy"] > 0.85 and result["n_test"] == 200 and result["k"] == 60
+    assert _run("predict", tmp_path / "m.npz", tmp_path / "te.zarr", "--out", tmp_path / "p.csv", "--workers", 1) == 0
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == "prediction" and len(lines) == 201
+    assert _run("predict", tmp_path / "m.npz", tmp_path / "te.zarr", "--out", tmp_path / "p.npy", "--workers", 1) == 0
+    pred = np.load(tmp_path / "p.npy")
+    model = dsvm.load_model(tmp_path / "m.npz")
+    X, _ = dsvm.open_dataset(tmp_path / "te.zarr").load()
+    np.testing.assert_array_equal(pred, model.predict(X))
+    assert _run("info", tmp_path / "m.npz") == 0
+    assert json.loads(capsys.readouterr().out)["n_components"] == 60
+
+
+def test_train_with_search_writes_the_cv_table(tmp_path, libsvm_files):
+    train, _ = libsvm_files
+    assert _run("train", train, "--model", tmp_path / "best.npz", "--search", "C=1,10", "gamma=0.1,0.3", "k=40",
+                "--cv", 3, "--workers", 1) == 0
+    assert (tmp_path / "best_cv" / "cv_results.md").exists()
+    assert (tmp_path / "best_cv" / "cv_heatmap.png").exists()
+    model = dsvm.load_model(tmp_path / "best.npz")
+    assert model.C in (1.0, 10.0) and model.components_.shape[0] == 40
+
+
+def test_user_errors_are_one_line(tmp_path, capsys):
+    assert _run("train", tmp_path / "missing.zarr", "--model", tmp_path / "m.npz") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no such file" in err[0]
+    assert _run("evaluate", tmp_path / "nomodel.npz", tmp_path) == 1
+    assert _run("train", tmp_path, "--model", "m.npz", "--search", "bogus=1") == 1
+    assert "--search" in capsys.readouterr().err
+
+
+def test_pipeline_with_a_search_step(tmp_path):
+    spec = tmp_path / "p.yaml"
+    spec.write_text(f"""
+name: tiny
+output: {tmp_path / 'out'}
+data:
+  train: {{generate: {{n_samples: 1500, n_features: 5, random_state: 0}}}}
+  test: {{generate: {{n_samples: 500, n_features: 5, random_state: 1}}}}
+model:
+  params: {{n_components: 50, random_state: 0}}
+  search: {{grid: {{C: [1, 10], gamma: [0.1, 0.5]}}, cv: 3}}
+report: {{plots: true}}
+""")
+    assert _run("run", spec, "--workers", 1) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert len(report["cv_results"]) == 4
+    assert "cv_heatmap.png" in report["plots"]
+    assert "Cross-validated search" in (tmp_path / "out" / "report.md").read_text()
