@@ -231,22 +231,24 @@ class InMemoryBlocks(RowBlocks):
         return np.concatenate(self.blocks, axis=0)
 
 
-def _shared_key(obj: Any, scatter: bool = False):
+def _shared_key(obj: Any):
     """Wrap one shared argument as a single graph key.
 
-    With ``scatter`` and an active ``distributed.Client`` the object is sent
-    to the cluster once, ahead of the graph (feature maps can be tens of MB),
-    and the tasks refer to it by its future.
+    The object travels inside the graph (once, whatever the number of tasks)
+    rather than being scattered to one worker: a scattered object dies with
+    its worker, and the blocks computed from it could then not be recomputed
+    after a worker loss.  Feature maps of large k make such graphs tens of MB,
+    hence :data:`LARGE_GRAPH` below.
     """
     import dask
 
     if is_dask_collection(obj):
         return obj
-    if scatter:
-        client = _active_client()
-        if client is not None:
-            return dask.delayed(client.scatter(obj, hash=False))
     return dask.delayed(obj, name=f"dsvm-shared-{uuid.uuid4().hex}", traverse=False)
+
+
+# distributed warns about graphs above 10 MB; ours carry the feature map on purpose.
+LARGE_GRAPH = {"distributed.admin.large-graph-warning-threshold": "1GB"}
 
 
 def _take_block_rows(block, local_idx):
@@ -378,7 +380,7 @@ class DaskBlocks(RowBlocks):
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
         import dask.array as da
 
-        args = [a.array if a is not None else None for a in aligned] + [_shared_key(s, scatter=True) for s in shared]
+        args = [a.array if a is not None else None for a in aligned] + [_shared_key(s) for s in shared]
         if n_cols is None:
             chunks = (self.array.chunks[0],)
             meta = np.empty((0,), dtype=dtype)
@@ -480,11 +482,14 @@ class DaskBlocks(RowBlocks):
 
     def persist(self):
         """Keep the blocks in (cluster) memory; waits until they are there."""
+        import dask
+
         client = _active_client()
         if client is None:
             with single_threaded_blas():
                 return DaskBlocks(self.array.persist())
-        array = self.array.persist()
+        with dask.config.set(LARGE_GRAPH):
+            array = self.array.persist()
         if client is not None:
             from distributed import futures_of
 
@@ -507,7 +512,9 @@ def compute(*collections):
     if client is None:
         with single_threaded_blas():  # the threaded scheduler's threads share this process's BLAS
             return dask.compute(*collections)
-    return tuple(_gather(client, client.compute(list(collections))))
+    with dask.config.set(LARGE_GRAPH):
+        futures = client.compute(list(collections))
+    return tuple(_gather(client, futures))
 
 
 def _gather(client, futures, results: bool = True):
