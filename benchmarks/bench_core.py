@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import statistics
 import tempfile
 import time
 import warnings
@@ -102,22 +103,32 @@ def bench_same_features(clf, Xtr, ytr, repeats, budget_s):
 
 
 def bench_cluster(train_zarr, Xtr, ytr, k, repeats):
-    """dsvm on the default LocalCluster (data from zarr) vs the same algorithm in numpy."""
-    from distributed import Client, LocalCluster
+    """dsvm on the default LocalCluster (data from zarr) vs the same algorithm in numpy.
 
+    The two are run alternately (cluster, numpy, cluster, ...) so that drifts
+    in the load of this shared machine hit both alike; medians are compared.
+    """
     from dsvm import NystroemSVC, open_dataset
-    from dsvm.cluster import local_cluster_kwargs
+    from dsvm.cluster import connect, local_cluster_kwargs
 
     params = dict(C=C, gamma=GAMMA, n_components=k, random_state=0)
-    t_np, runs_np, clf_np = timed(lambda: NystroemSVC(**params).fit(Xtr, ytr), repeats)
     kwargs = local_cluster_kwargs()
-    with LocalCluster(**kwargs) as cluster, Client(cluster):
+    runs_np, runs_cl = [], []
+    with connect() as client:
         ds = open_dataset(train_zarr)
         NystroemSVC(**params).fit(ds)  # warm-up: imports and first connections in the workers
-        t_cl, runs_cl, clf_cl = timed(lambda: NystroemSVC(**params).fit(ds), repeats)
+        NystroemSVC(**params).fit(Xtr, ytr)
+        for _ in range(repeats):
+            t, _, clf_cl = timed(lambda: NystroemSVC(**params).fit(ds))
+            runs_cl.append(t)
+            t, _, clf_np = timed(lambda: NystroemSVC(**params).fit(Xtr, ytr))
+            runs_np.append(t)
+        del client
+    t_np, t_cl = statistics.median(runs_np), statistics.median(runs_cl)
     s_np, s_cl = clf_np.solver_stats_, clf_cl.solver_stats_
     return [
-        {"k": k, "run": "plain numpy", "fit_s": t_np, "features_share": s_np["feature_seconds"] / s_np["fit_seconds"],
+        {"k": k, "run": "plain numpy (in-process)", "fit_s": t_np,
+         "features_share": s_np["feature_seconds"] / s_np["fit_seconds"],
          "solve_share": s_np["solve_seconds"] / s_np["fit_seconds"], "runs": [round(x, 3) for x in runs_np]},
         {"k": k, "run": f"local cluster {kwargs['n_workers']}x{kwargs['threads_per_worker']}", "fit_s": t_cl,
          "features_share": s_cl["feature_seconds"] / s_cl["fit_seconds"],
@@ -129,7 +140,7 @@ def bench_cluster(train_zarr, Xtr, ytr, k, repeats):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ks", default="500,2000")
     ap.add_argument("--skip-libsvm", action="store_true", help="skip the ~70 s LIBSVM fit")
     ap.add_argument("--liblinear-budget", type=float, default=300.0, help="seconds per LIBLINEAR solver and k")

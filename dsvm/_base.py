@@ -31,6 +31,7 @@ from .blockwise import (
     aligned_vector,
     as_row_blocks,
     available_threads,
+    cluster_memory,
     is_dask_array,
     lazy_result,
     row_index_blocks,
@@ -230,7 +231,13 @@ class NystroemBase(BaseEstimator):
             # keep every thread busy.
             budget = min(config.get("block-bytes"), task_memory_budget(config.get("task-memory-share")))
             max_rows = max(256, int(budget // (8 * max(1, min(self.n_components, X.shape[0])))))
-            X_rb = as_row_blocks(X, 0).split_blocks(2 * available_threads(), max_rows=max_rows)
+            X_rb = as_row_blocks(X, 0).split_blocks(available_threads(), max_rows=max_rows)
+            # Landmarks, gamma and the feature stage each read X: keep it in the
+            # cluster's memory when it is small next to that memory (it is far
+            # smaller than F whenever p < k), instead of re-reading the store.
+            memory, _ = cluster_memory()
+            if X_rb.is_distributed and float(X.nbytes) <= 0.1 * memory:
+                X_rb = X_rb.persist()
             sw = None
             if sample_weight is not None:
                 if not is_dask_array(sample_weight):

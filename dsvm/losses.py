@@ -58,6 +58,26 @@ def tdot(F: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+def pack_symmetric(A: np.ndarray, dtype) -> np.ndarray:
+    """The upper triangle of a symmetric matrix, row by row, in ``dtype``.
+
+    Partial Gram matrices travel from the workers in this form: half the
+    entries, and in the features' precision (a float32 block's Gram holds no
+    more than float32 accuracy anyway) — a quarter of the bytes for float32.
+    """
+    return A[np.triu_indices(A.shape[0])].astype(dtype)
+
+
+def unpack_symmetric(packed: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`pack_symmetric`, in float64."""
+    n = int((np.sqrt(8 * packed.size + 1) - 1) / 2)
+    A = np.zeros((n, n))
+    iu = np.triu_indices(n)
+    A[iu] = packed
+    A[(iu[1], iu[0])] = packed
+    return A
+
+
 def _augmented_gram(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``[F 1]_Rᵀ diag(c_R) [F 1]_R`` in float64, shape (r+1, r+1)."""
     r = F.shape[1]
@@ -151,7 +171,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
         "n_active": n_active,
         "n_changed": n_changed,
         "loss_grid": loss_grid,
-        "hess": hess,
+        "hess": pack_symmetric(hess, F.dtype) if hess is not None else None,
     }
 
 

@@ -36,6 +36,7 @@ from .losses import (
     sqhinge_active,
     sqhinge_hvp,
     sqhinge_pass,
+    unpack_symmetric,
 )
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ class LossOperator:
         grad = out["grad"]
         hess = out["hess"]
         if hess is not None:
-            hess = 2.0 * hess
+            hess = 2.0 * unpack_symmetric(hess)
         if not self.fit_intercept:
             grad = grad.copy()
             grad[-1] = 0.0
