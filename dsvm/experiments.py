@@ -873,13 +873,14 @@ def run_paper(spec: dict[str, Any]) -> dict[str, Any]:
     report["evaluation"] = None
     if (spec.get("report") or {}).get("plots", True):
         report["plots"] = write_plots(report, out)
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=_json_safe))
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=json_safe))
     (out / "report.md").write_text(markdown(report))
     logger.info("paper: report written to %s (%.0fs)", out, report["total_seconds"])
     return report
 
 
-def _json_safe(obj):
+def json_safe(obj):
+    """``json.dumps`` fallback: numpy scalars and arrays as Python values, anything else as text."""
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):

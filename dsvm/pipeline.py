@@ -341,19 +341,13 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
             report["plots"].append("convergence.png")
         if report.get("accuracy_vs_k") and _plot_accuracy_vs_k(report["accuracy_vs_k"], out / "accuracy_vs_k.png"):
             report["plots"].append("accuracy_vs_k.png")
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=_json_safe))
+    from .experiments import json_safe
+
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=json_safe))
     (out / "report.md").write_text(_markdown(report))
     logger.info("pipeline %s: report written to %s", spec["name"], out)
     del io
     return report
-
-
-def _json_safe(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return str(obj)
 
 
 DEMO_PIPELINE: dict[str, Any] = {
