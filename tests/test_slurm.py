@@ -106,7 +106,7 @@ def _sacct(since: str) -> dict[str, str] | None:
 def test_a9a_pipeline_on_slurm(slurm, tmp_path):
     from dsvm.cluster import load_cluster_spec
 
-    data_file("a9a.train")
+    data_dir = data_file("a9a.train").parent
     data_file("a9a.test")
     spec = load_cluster_spec(SPEC)
     job_name = spec["kwargs"]["job_name"]
@@ -136,7 +136,7 @@ def test_a9a_pipeline_on_slurm(slurm, tmp_path):
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "dsvm.cli", "-q", "run", str(PIPELINE.relative_to(REPO)),
-             "--cluster", str(SPEC.relative_to(REPO)), "--set", f"output={out}"],
+             "--cluster", str(SPEC.relative_to(REPO)), "--set", f"output={out}", "--set", f"data_dir={data_dir}"],
             cwd=REPO, capture_output=True, text=True, timeout=900,
         )
     finally:
@@ -186,13 +186,14 @@ def test_a9a_pipeline_on_slurm(slurm, tmp_path):
 
 def test_batch_script_with_slurm_runner(slurm, tmp_path):
     """cluster/slurm-batch.sh: scheduler, dsvm and a worker as tasks of one job (SLURMRunner)."""
-    data_file("a9a.train")
+    data_dir = data_file("a9a.train").parent
+    data_file("a9a.test")
     out = tmp_path / "a9a-batch"
     log = tmp_path / "job.out"
     # 3 tasks (scheduler, client, one worker) overcommitted onto the available cores
     cmd = ["sbatch", "--parsable", "--wait", "--ntasks=3", "--cpus-per-task=1", "--overcommit",
            "--mem-per-cpu=2G", "--time=00:15:00", f"--output={log}", "cluster/slurm-batch.sh",
-           "run", "pipelines/a9a.yaml", "--set", f"output={out}"]
+           "run", "pipelines/a9a.yaml", "--set", f"output={out}", "--set", f"data_dir={data_dir}"]
     env = {**os.environ, "DSVM_DASK_INTERFACE": "lo", "DSVM_DASHBOARD": "127.0.0.1:0",
            "DSVM_SCHEDULER_FILE": str(tmp_path / "scheduler-{job_id}.json")}
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env)
