@@ -21,11 +21,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import config
-from ._validation import check_dask_X, check_n_rows, check_positive, check_positive_int
+from ._validation import check_dask_X, check_n_rows, check_positive, check_positive_int, resolve_seed
 from .blockwise import (
     RowBlocks,
     aligned_vector,
@@ -133,6 +132,10 @@ class NystroemBase(BaseEstimator):
 
     _solvers: tuple[str, ...] = SOLVERS
 
+    def _solver_kwargs(self) -> dict:
+        """``solver_options`` for the solver function itself (the warm-start keys are dsvm's own)."""
+        return {k: v for k, v in (self.solver_options or {}).items() if k not in ("warm_start", "warm_rows")}
+
     def _solve(self, op, dim: int, hessian: str, label: str, resume=None, on_state=None, warm_op=None):
         """Run the chosen solver on one problem's operator.
 
@@ -141,7 +144,7 @@ class NystroemBase(BaseEstimator):
         the final one, so the first full Gram matrix covers the active rows
         only instead of every row (all rows are active at ``x = 0``).
         """
-        options = {k: v for k, v in (self.solver_options or {}).items() if k not in ("warm_start", "warm_rows")}
+        options = self._solver_kwargs()
         if self.solver == "newton":
             x0, extra_passes = None, 0
             if warm_op is not None and resume is None:
@@ -167,10 +170,9 @@ class NystroemBase(BaseEstimator):
             raise ValueError(f"kernel={self.kernel!r} is not supported; choose one of {KERNELS}")
         check_positive("C", self.C)
         check_positive_int("n_components", self.n_components)
-        if self.landmarks not in LANDMARK_METHODS + ("active",):
-            raise ValueError(
-                f"landmarks={self.landmarks!r} is not supported; choose one of {LANDMARK_METHODS + ('active',)}"
-            )
+        methods = LANDMARK_METHODS + ("active",)  # "active" needs the solver, so it lives here
+        if self.landmarks not in methods:
+            raise ValueError(f"landmarks={self.landmarks!r} is not supported; choose one of {methods}")
         if self.solver not in self._solvers:
             raise ValueError(f"solver={self.solver!r} is not supported; choose one of {self._solvers}")
         options = self.solver_options or {}
@@ -394,8 +396,7 @@ class NystroemBase(BaseEstimator):
         k0 = max(min(k, 32), k // 4)
         lm0 = select_landmarks(X_rb, k0, "uniform", self.random_state)
         fmap0 = fit_feature_map(lm0.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol)
-        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else int(
-            check_random_state(self.random_state).randint(2**31 - 1))
+        seed = resolve_seed(self.random_state)
         with FeatureStore(X_rb, fmap0, self.feature_store, check_finite=not checked) as store:
             al = [a.persist() if a is not None else None for a in aligned] if X_rb.is_distributed else aligned
             ops = [make_operator(store.blocks, al, j) for j in range(n_problems)]

@@ -62,6 +62,15 @@ def check_positive_int(name: str, value) -> int:
     return int(value)
 
 
+def resolve_seed(random_state) -> int:
+    """An integer seed from ``random_state`` (int, RandomState or None)."""
+    if isinstance(random_state, (int, np.integer)):
+        return int(random_state)
+    from sklearn.utils import check_random_state
+
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+
 def _unique_block(y_block):
     return np.unique(np.asarray(y_block))
 

@@ -431,7 +431,6 @@ class DaskBlocks(RowBlocks):
         return result
 
     def iter_blocks(self, batch: int = 4):
-        import dask
 
         blocks = self.delayed_blocks()
         for i in range(0, len(blocks), batch):

@@ -234,7 +234,7 @@ def warm_solve(est, op, dim: int, hessian: str, x0=None, label: str = ""):
     from .solvers import semismooth_newton
     from .solvers.tron import trust_region_newton
 
-    options = dict(est.solver_options or {})
+    options = est._solver_kwargs()
     if est.solver == "newton":
         return semismooth_newton(op, dim, x0=x0, tol=est.tol, max_iter=est.max_iter, hessian=hessian, label=label,
                                  **options)
@@ -248,15 +248,6 @@ def n_columns(F: RowBlocks) -> int:
     if hasattr(F, "array"):
         return int(F.array.shape[1])
     return int(F.blocks[0].shape[1])
-
-
-def resolve_seed(random_state) -> int:
-    """An integer seed from ``random_state`` (int, RandomState or None)."""
-    if isinstance(random_state, (int, np.integer)):
-        return int(random_state)
-    from sklearn.utils import check_random_state
-
-    return int(check_random_state(random_state).randint(0, 2**31 - 1))
 
 
 class PlattCalibration:

@@ -14,9 +14,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import NystroemBase, unpack_dataset
-from ._validation import check_n_rows, encode_labels
+from ._validation import check_n_rows, encode_labels, resolve_seed
 from .blockwise import RowBlocks, aligned_vector, is_dask_array, lazy_result
-from .calibration import PlattCalibration, n_columns, proba_block, resolve_seed
+from .calibration import PlattCalibration, n_columns, proba_block
 from .nystroem import FeatureMap
 from .operator import SquaredHingeOperator, decision_blocks
 from .solvers import choose_hessian

@@ -56,7 +56,7 @@ import os
 import platform
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +69,6 @@ TOL_LADDER = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 NEWTON_LADDER = (1e-4, 1e-6, 1e-8)  # LA-SN at its default tol; tighter only if that misses Φ*
 REACH_RTOL = 1e-4
 SOLVERS = ("LA-SN", "LA-DCD", "LA-TRON", "dsvm-TRON")
-SOLVER_NOTES = {
-    "LA-SN": "dsvm semismooth Newton (default tol=1e-4, Hessian as NystroemSVC chooses)",
-    "LA-DCD": "LIBLINEAR dual coordinate descent, LinearSVC(dual=True, intercept_scaling=1)",
-    "LA-TRON": "LIBLINEAR trust-region Newton, LinearSVC(dual=False, intercept_scaling=1)",
-    "dsvm-TRON": "dsvm's TRON (dsvm.solvers.tron) on the same operator as LA-SN",
-}
 
 
 # --------------------------------------------------------------------------- data sets
@@ -733,13 +727,13 @@ def _dataset_settings(cfg: dict, name: str) -> PaperDataset:
     if unknown:
         raise ValueError(f"experiments.paper.dataset_options.{name}: unknown {sorted(unknown)}; allowed gamma, k, k_grid")
     if "gamma" in opts:
-        ds = PaperDataset(**{**asdict(ds), "gamma": float(opts["gamma"]), "gamma_note": "set in the pipeline"})
+        ds = replace(ds, gamma=float(opts["gamma"]), gamma_note="set in the pipeline")
     if "k" in opts:
-        ds = PaperDataset(**{**asdict(ds), "k": int(opts["k"])})
+        ds = replace(ds, k=int(opts["k"]))
     if "k_grid" in opts:
-        ds = PaperDataset(**{**asdict(ds), "k_grid": tuple(int(k) for k in opts["k_grid"])})
+        ds = replace(ds, k_grid=tuple(int(k) for k in opts["k_grid"]))
     if cfg["quick"]:
-        ds = PaperDataset(**{**asdict(ds), "k": min(ds.k, QUICK["k_max"]), "k_grid": tuple(QUICK["k_grid"])})
+        ds = replace(ds, k=min(ds.k, QUICK["k_max"]), k_grid=tuple(QUICK["k_grid"]))
     return ds
 
 

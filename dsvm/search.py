@@ -734,6 +734,8 @@ solver_options, random_state
             return _combine_passes(_scaled_pass(last0[0], Cs[ci] / last0[1]), exchange[(ci, j)],
                                    minus.evaluate(x0, x0, (), "full"))
 
+        zero_plus: dict = {}
+
         def zero_result(s, j):
             """Fold ``s``'s pass result at 0 for ``Cs[0]``, likewise from the first fold's."""
             z0 = first_results[0][1][j] if 0 in first_results else None
@@ -741,12 +743,14 @@ solver_options, random_state
                 return None
             zero = np.zeros(dim)
             cost = Cs[0] * class_w
-            F0, c0, w0 = ctx.held_out_rows(F, 0)
+            if j not in zero_plus:  # the first fold's held-out rows: the same for every other fold
+                F0, c0, w0 = ctx.held_out_rows(F, 0)
+                zero_plus[j] = SquaredHingeOperator(F0, c0, positives[j], cost, w0, est.fit_intercept).evaluate(zero, zero)
+                local_passes[0] += 1
             Fs, cs, ws = ctx.held_out_rows(F, s)
-            plus = SquaredHingeOperator(F0, c0, positives[j], cost, w0, est.fit_intercept).evaluate(zero, zero)
             minus = SquaredHingeOperator(Fs, cs, positives[j], cost, ws, est.fit_intercept).evaluate(zero, zero)
-            local_passes[0] += 2
-            return _combine_passes(_scaled_pass(z0[0], Cs[0] / z0[1]), plus, minus)
+            local_passes[0] += 1
+            return _combine_passes(_scaled_pass(z0[0], Cs[0] / z0[1]), zero_plus[j], minus)
 
         t0 = time.perf_counter()
         parts = [run_split(0, {0: (list(x_start[0]) if x_start is not None else [None] * len(positives), None)})]

@@ -168,7 +168,7 @@ def semismooth_newton(
     # The fused pass evaluates a few step sizes; near the solution t = 1 is the
     # rule.  Shorter steps are looked for in a second pass only when all fail.
     grid = np.array([1.0, 0.5, 0.25, 0.1])
-    fine_grid = 0.5 ** np.arange(4, MAX_BACKTRACKS + 1)
+    fine_grid = BACKTRACK ** np.arange(4, MAX_BACKTRACKS + 1)
     if resume is not None:
         if int(resume["dim"]) != dim or str(resume["hessian"]) != hessian:
             raise ValueError("the saved solver state belongs to a problem of another size or method")
