@@ -136,8 +136,8 @@ class NystroemBase(BaseEstimator):
         """``solver_options`` for the solver function itself (the warm-start keys are dsvm's own)."""
         return {k: v for k, v in (self.solver_options or {}).items() if k not in ("warm_start", "warm_rows")}
 
-    def _solve(self, op, dim: int, hessian: str, label: str, resume=None, on_state=None, warm_op=None):
-        """Run the chosen solver on one problem's operator.
+    def _solve(self, op, dim: int, hessian: str, label: str, resume=None, on_state=None, warm_op=None, x0=None):
+        """Run the chosen solver on one problem's operator (from ``x0`` where the solver takes one).
 
         With ``warm_op`` (the same problem on a row subsample) the Newton
         solve starts from that problem's solution: its active set is close to
@@ -146,8 +146,8 @@ class NystroemBase(BaseEstimator):
         """
         options = self._solver_kwargs()
         if self.solver == "newton":
-            x0, extra_passes = None, 0
-            if warm_op is not None and resume is None:
+            extra_passes = 0
+            if warm_op is not None and resume is None and x0 is None:
                 warm = semismooth_newton(warm_op, dim, tol=max(self.tol, 1e-3), max_iter=30, hessian=hessian,
                                          label=label + "[subsample] ", **options)
                 x0, extra_passes = warm.x, warm.n_passes
@@ -156,7 +156,7 @@ class NystroemBase(BaseEstimator):
             res.n_passes += extra_passes
             return res
         if self.solver == "tron":
-            return trust_region_newton(op, dim, tol=self.tol, max_iter=self.max_iter, label=label, **options)
+            return trust_region_newton(op, dim, x0=x0, tol=self.tol, max_iter=self.max_iter, label=label, **options)
         if self.solver == "dcd":
             return dual_coordinate_descent(op, dim, tol=self.tol, max_iter=max(self.max_iter, 1000), label=label,
                                            **options)
@@ -300,6 +300,7 @@ class NystroemBase(BaseEstimator):
         make_operator: Callable,
         t_start: float,
         prepare_problem: Callable | None = None,
+        start: Callable | None = None,
     ) -> None:
         """The feature stage, then one Newton solve per problem; sets the fitted attributes.
 
@@ -307,6 +308,8 @@ class NystroemBase(BaseEstimator):
         problem ``j``; ``labels[j]`` names it in logs and ``solver_stats_``.
         ``prepare_problem(feature_blocks, aligned, j)``, if given, runs on the
         final features before problem ``j`` is solved (Platt calibration).
+        ``start(feature_map)``, if given, returns a starting point per problem
+        (or None); ignored when resuming from a checkpoint.
         """
         ckpt, state = self._open_checkpoint(X_rb, aligned[0])
         if state is not None:
@@ -319,6 +322,7 @@ class NystroemBase(BaseEstimator):
             )
             lm_indices, done, resume, first = lm.indices, [], None, 0
         r = fmap.n_output
+        starts = start(fmap) if start is not None and state is None else None
         coef = np.zeros((len(labels), r))
         intercept = np.zeros(len(labels))
         t0 = time.perf_counter()
@@ -341,7 +345,7 @@ class NystroemBase(BaseEstimator):
                     def on_state(st, j=j):
                         ckpt.save(fmap, lm_indices, gamma, done, j, st)
                 res = self._solve(op, r + 1, hessian, prefix, resume=resume if j == first else None, on_state=on_state,
-                                  warm_op=warm_op)
+                                  warm_op=warm_op, x0=None if starts is None else starts[j])
                 warn_if_not_converged(res, self.tol, prefix)
                 done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
                              "stats": {k: v for k, v in problem_stats(res, label).items() if k != "class"}})

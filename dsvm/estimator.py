@@ -227,6 +227,12 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         -------
         self
         """
+        return self._fit(X, y, sample_weight)
+
+    def _fit(self, X, y=None, sample_weight=None, start=None):
+        """:meth:`fit`, optionally from a starting point: ``start(feature_map)`` returns one
+        ``(w, b)`` vector per binary problem in that map's feature space, or None (the CV
+        search's refit starts from its fold models, see ``dsvm.search``)."""
         self._check_params()
         if not isinstance(self.probability, (bool, np.bool_)):
             raise ValueError(f"probability must be True or False, got {self.probability!r}")
@@ -260,7 +266,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
             calib[0].stats[-1]["seconds"] = time.perf_counter() - t0
 
         self._fit_problems(X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start,
-                           prepare_problem=calibrate if self.probability else None)
+                           prepare_problem=calibrate if self.probability else None, start=start)
         for name in ("probA_", "probB_"):
             self.__dict__.pop(name, None)
         if calib:

@@ -52,30 +52,64 @@ def first_unique(rows: np.ndarray) -> np.ndarray:
     return np.sort(first)
 
 
+PERMUTE_MAX_ROWS = 1 << 22  # up to here the index stream is one permutation (8 bytes a row)
+STREAM_BATCH = 4096  # fixed draw size: the stream must not depend on how much of it is asked
+
+
+class _IndexStream:
+    """Distinct row indices in a seeded, uniformly random order.
+
+    The first ``m`` indices are the same however many are asked for later, so
+    ``uniform_landmarks(X, k)`` is a prefix of ``uniform_landmarks(X, k')``
+    for ``k < k'`` and the same seed: nested landmark sets, which the CV
+    search uses to share kernel columns between k and to warm-start its refit.
+    Small data: one permutation; large data: batches of draws with
+    replacement, repeats dropped (O(m) memory, not O(n)).
+    """
+
+    def __init__(self, n: int, rng: np.random.RandomState):
+        self.n, self.rng = n, rng
+        self.perm = rng.permutation(n) if n <= PERMUTE_MAX_ROWS else None
+        self.drawn: list[int] = []
+        self.seen: set[int] = set()
+
+    def first(self, m: int) -> np.ndarray:
+        m = min(m, self.n)
+        if self.perm is not None:
+            return self.perm[:m]
+        while len(self.drawn) < m:
+            for j in self.rng.randint(0, self.n, size=STREAM_BATCH).tolist():
+                if j not in self.seen:
+                    self.seen.add(j)
+                    self.drawn.append(j)
+        return np.asarray(self.drawn[:m], dtype=np.int64)
+
+
 def uniform_landmarks(X: RowBlocks, k: int, random_state=None) -> Landmarks:
-    """``k`` rows with distinct values, sampled uniformly without replacement."""
+    """``k`` rows with distinct values, sampled uniformly without replacement.
+
+    Nested: with the same integer seed the landmarks for ``k`` are the first
+    ``k`` of those for any larger ``k`` (see :class:`_IndexStream`).
+    """
     n = X.n_rows
-    rng = check_random_state(random_state)
-    order = sample_without_replacement(n, min(n, k + max(16, k // 4)), random_state=rng)
+    stream = _IndexStream(n, check_random_state(random_state))
+    m = min(n, k + max(16, k // 4))
     seen_idx = np.zeros(0, dtype=np.int64)
     seen_rows = np.zeros((0, 0))
-    passes = 0
-    drawn = np.zeros(n, dtype=bool)
+    passes, fetched = 0, 0
     while True:
+        order = stream.first(m)[fetched:]
         rows = dense_rows(X.take(order))
         passes += 1
-        drawn[order] = True
+        fetched += order.size
         all_rows = rows if seen_rows.size == 0 else np.vstack([seen_rows, rows])
         all_idx = np.concatenate([seen_idx, order])
         keep = first_unique(all_rows)
         seen_rows, seen_idx = all_rows[keep], all_idx[keep]
-        remaining = n - int(drawn.sum())
-        if seen_idx.size >= k or remaining == 0 or passes >= 4:
+        if seen_idx.size >= k or fetched >= n or passes >= 4:
             break
-        # Not enough distinct rows yet: draw more from the rows not seen so far.
-        pool = np.flatnonzero(~drawn)
-        extra = min(remaining, 2 * (k - seen_idx.size) + 16)
-        order = pool[sample_without_replacement(pool.size, extra, random_state=rng)]
+        # Not enough distinct rows yet: fetch more of the stream.
+        m = min(n, fetched + 2 * (k - seen_idx.size) + 16)
     if seen_idx.size < k:
         warnings.warn(
             f"only {seen_idx.size} distinct rows were found for {k} landmarks; using {seen_idx.size}",

@@ -95,19 +95,72 @@ def unpack_symmetric(packed: np.ndarray) -> np.ndarray:
     return A
 
 
-def _augmented_gram(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``[F 1]_Rᵀ diag(c_R) [F 1]_R`` in float64, shape (r+1, r+1)."""
-    r = F.shape[1]
-    G = np.zeros((r + 1, r + 1), dtype=np.float64)
-    if not np.any(rows):
-        return G
-    sc = np.sqrt(c[rows])
-    S = F[rows]
-    S *= sc[:, None].astype(F.dtype)
-    G[:r, :r] = S.T @ S  # numpy dispatches Sᵀ S to SYRK
-    G[:r, r] = G[r, :r] = tdot(S, sc)
-    G[r, r] = float(np.sum(c[rows]))
-    return G
+class _GramSum:
+    """Signed sum ``Σ ± c_i [f_i 1]ᵀ[f_i 1]`` over the rows pushed, in the features' dtype.
+
+    Rows are scaled by ``sqrt(c_i)`` and buffered; each batch of up to
+    :data:`SLAB_ROWS` rows becomes one product (SYRK when every sign is +, else
+    one GEMM), so an update by a handful of rows that entered or left the
+    active set costs one small product per block, not two ``(r+1)²`` float64
+    temporaries per slab.  Batches after the first are accumulated in float64.
+    """
+
+    def __init__(self, r: int, dtype):
+        self.r, self.dtype = r, np.dtype(dtype)
+        self.parts: list[tuple[np.ndarray, np.ndarray, float]] = []
+        self.n_buffered = 0
+        self.total = None
+
+    def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float = 1.0) -> None:
+        if not rows.any():
+            return
+        sc = np.sqrt(c[rows])
+        S = F[rows]
+        S *= sc[:, None].astype(self.dtype)
+        self.parts.append((S, sc, sign))
+        self.n_buffered += S.shape[0]
+        if self.n_buffered >= SLAB_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.parts:
+            return
+        r = self.r
+        if len(self.parts) == 1:
+            S, sc, sign = self.parts[0]
+            signs = None if sign > 0 else np.full(sc.size, -1.0)
+        else:
+            S = np.concatenate([p[0] for p in self.parts])
+            sc = np.concatenate([p[1] for p in self.parts])
+            signs = np.concatenate([np.full(p[1].size, p[2]) for p in self.parts])
+            if np.all(signs > 0):
+                signs = None
+        G = np.empty((r + 1, r + 1), dtype=self.dtype)
+        if signs is None:
+            G[:r, :r] = S.T @ S  # numpy dispatches Sᵀ S to SYRK
+            t = sc
+        else:
+            G[:r, :r] = S.T @ (S * signs[:, None].astype(self.dtype))
+            t = sc * signs
+        G[:r, r] = G[r, :r] = tdot(S, t)
+        G[r, r] = float(np.dot(t, sc))
+        self.total = G if self.total is None else np.add(self.total, G, dtype=np.float64)
+        self.parts, self.n_buffered = [], 0
+
+    def packed(self, dtype):
+        """The sum as :func:`pack_symmetric` packs it, or ``0.0`` when no row was pushed."""
+        self._flush()
+        return 0.0 if self.total is None else pack_symmetric(self.total, dtype)
+
+
+def augmented_gram(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``[F 1]_Rᵀ diag(c_R) [F 1]_R`` in float64, shape (r+1, r+1) (dense reference for tests)."""
+    gram = _GramSum(F.shape[1], F.dtype)
+    gram.push(F, rows, c)
+    gram._flush()
+    if gram.total is None:
+        return np.zeros((F.shape[1] + 1,) * 2)
+    return np.asarray(gram.total, dtype=np.float64)
 
 
 # --------------------------------------------------------------------------
@@ -154,7 +207,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
     loss, n_active, n_changed = 0.0, 0, 0
     grad = np.zeros(r + 1)
     loss_grid = np.zeros(t_grid.size)
-    hess = np.zeros((r + 1, r + 1)) if hessian in ("full", "delta") else None
+    gram = _GramSum(r, F.dtype) if hessian in ("full", "delta") else None
     for s in range(0, n, SLAB_ROWS):
         sl = slice(s, min(s + SLAB_ROWS, n))
         Fs, cs = F[sl], c[sl]
@@ -168,27 +221,24 @@ def _fused_pass(F, c, params, residual, residual_grid):
         n_active += int(active.sum())
         if need0:
             m0 = (Fs @ w0).astype(np.float64) + x0[-1]
+            before = (residual(m0, sl)[0] > 0.0) & (cs > 0.0)
+            n_changed += int(np.count_nonzero(active != before))
         if t_grid.size:
             R = residual_grid(m0, m1 - m0, t_grid, sl)
             loss_grid += cs @ (R * R)
-        if need0:
-            before = (residual(m0, sl)[0] > 0.0) & (cs > 0.0)
-            n_changed += int(np.count_nonzero(active != before))
         if hessian == "full":
-            hess += _augmented_gram(Fs, active, cs)
+            gram.push(Fs, active, cs)
         elif hessian == "delta":
-            plus, minus = active & ~before, before & ~active
-            if plus.any():
-                hess += _augmented_gram(Fs, plus, cs)
-            if minus.any():
-                hess -= _augmented_gram(Fs, minus, cs)
+            gram.push(Fs, active & ~before, cs)
+            gram.push(Fs, before & ~active, cs, sign=-1.0)
     return {
         "loss": loss,
         "grad": grad,
         "n_active": n_active,
         "n_changed": n_changed,
         "loss_grid": loss_grid,
-        "hess": pack_symmetric(hess, F.dtype) if hess is not None else None,
+        # 0.0 (not a matrix) when no row entered the sum: adds like a zero matrix in the reduction
+        "hess": gram.packed(F.dtype) if gram is not None else None,
     }
 
 

@@ -87,7 +87,8 @@ class LossOperator:
         grad = out["grad"]
         hess = out["hess"]
         if hess is not None:
-            hess = 2.0 * unpack_symmetric(hess)
+            # a scalar 0.0 when no block had a row to add (see dsvm.losses._GramSum.packed)
+            hess = 2.0 * unpack_symmetric(hess) if np.ndim(hess) else np.zeros((params["x1"].size,) * 2)
         if not self.fit_intercept:
             grad = grad.copy()
             grad[-1] = 0.0

@@ -6,10 +6,11 @@ returns (``cv_results_``, ``best_params_``, ``best_score_``,
 fold:
 
 * **landmarks once, nested.**  Uniform landmarks are drawn once for the
-  largest ``k`` of the grid (``dsvm.landmarks.uniform_landmarks`` followed by
-  a seeded shuffle, so every prefix is itself a uniform sample); a smaller
-  ``k`` uses the first ``k`` of them.  k-means landmarks are not nested: they
-  are computed once per ``k`` (and shared by all ``gamma``).
+  largest ``k`` of the grid; a smaller ``k`` uses the first ``k`` of them,
+  which are exactly the landmarks ``NystroemSVC(n_components=k)`` draws with
+  the same seed (``dsvm.landmarks.uniform_landmarks`` is nested).  k-means
+  landmarks are not nested: they are computed once per ``k`` (and shared by
+  all ``gamma``).
 * **kernel columns once per gamma.**  ``K(X, L_max)`` (``n x k_max``) is
   computed once per ``gamma`` and *stored* (a :class:`~dsvm.operator.FeatureStore`:
   persisted, spilled to zarr or recomputed, as for a fit); the Nyström
@@ -73,6 +74,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import time
 import warnings
 from collections import defaultdict
@@ -106,6 +108,7 @@ SCORINGS = (
     "accuracy", "balanced_accuracy", "f1", "precision", "recall", "f1_macro", "precision_macro", "recall_macro",
 )
 MAX_SPLITS_PER_WORD = 32
+FOLD_MIN_BLOCK_ROWS = 1024  # held-out views smaller than this gain nothing from a second thread
 DEFAULT_GRID = {"C": [0.1, 1.0, 10.0, 100.0]}
 
 
@@ -519,11 +522,13 @@ solver_options, random_state
             other = tuple(sorted((k, _hashable(v)) for k, v in cand.items() if k not in SEARCH_KEYS))
             groups_of[other].append(i)
         stats = defaultdict(float)
+        fold_functions: dict[int, Any] = {}
         for other, idxs in groups_of.items():
             est = clone(base).set_params(**{k: candidates[idxs[0]][k] for k, _ in other})
             est._check_params()
-            cms, ft, st = self._search_group(est, ctx, [candidates[i] for i in idxs], stats)
+            cms, ft, st, funcs = self._search_group(est, ctx, [candidates[i] for i in idxs], stats)
             for row, i in enumerate(idxs):
+                fold_functions[i] = funcs.get(row)
                 test_scores[i] = [score_from_confusion(cms[row, s, 0], self._scoring) for s in range(S)]
                 if self.return_train_score:
                     train_scores[i] = [score_from_confusion(cms[row, s, 1], self._scoring) for s in range(S)]
@@ -544,7 +549,9 @@ solver_options, random_state
         self.n_iter_ = int(stats["max_newton_iter"])
         if self.refit:
             t0 = time.perf_counter()
-            self.best_estimator_ = clone(base).set_params(**self.best_params_).fit(X_in, y_in, sample_weight=sample_weight)
+            best = clone(base).set_params(**self.best_params_)
+            start = _refit_start(fold_functions.get(self.best_index_))
+            self.best_estimator_ = best._fit(X_in, y_in, sample_weight, start=start)
             self.refit_time_ = time.perf_counter() - t0
             self.n_iter_ = int(self.best_estimator_.n_iter_)
         self.search_stats_["fit_seconds"] = time.perf_counter() - t_start
@@ -556,6 +563,7 @@ solver_options, random_state
         n, S = X_rb.n_rows, ctx.n_splits
         m = ctx.classes.size
         cms = np.zeros((len(cands), S, 2, m, m))
+        funcs = {}  # row -> (landmarks, fold-mean landmark coefficients, fold-mean intercepts)
         fit_t = np.zeros((len(cands), S))
         score_t = np.zeros((len(cands), S))
         # Resolve gamma ("scale"/"auto") and clip k like NystroemSVC.fit does.
@@ -586,9 +594,7 @@ solver_options, random_state
         nested = est.landmarks == "uniform"
         landmarks = {}
         if nested:
-            lm = uniform_landmarks(ctx.X_orig, k_max, est.random_state)
-            rng = _shuffle_rng(est.random_state)
-            L_max = lm.components[rng.permutation(lm.components.shape[0])]
+            L_max = uniform_landmarks(ctx.X_orig, k_max, est.random_state).components
             if L_max.shape[0] < k_max:
                 logger.info("search: %d distinct landmark rows for k_max=%d", L_max.shape[0], k_max)
         else:
@@ -624,6 +630,7 @@ solver_options, random_state
                                                   cms, fit_t, score_t, stats, f"[gamma={spec.gamma:g} k={k_eff}] ",
                                                   x_start=start)
                         prev = (normalization, W, Cs)
+                        _record_functions(funcs, L_max[:k_eff], normalization, W, Cs, c_rows)
             else:
                 from .nystroem import fit_feature_map
 
@@ -634,9 +641,11 @@ solver_options, random_state
                         t_feat = time.perf_counter() - t1
                         stats["feature_seconds"] += t_feat
                         stats["feature_stores"] += 1
-                        self._cv_pair(est, ctx, fstore.blocks, c_rows, class_w, positives, t_feat + landmark_share,
-                                      cms, fit_t, score_t, stats, f"[gamma={spec.gamma:g} k={k}] ")
-        return cms, fit_t, score_t
+                        W, Cs = self._cv_pair(est, ctx, fstore.blocks, c_rows, class_w, positives,
+                                              t_feat + landmark_share, cms, fit_t, score_t, stats,
+                                              f"[gamma={spec.gamma:g} k={k}] ")
+                    _record_functions(funcs, landmarks[k], fmap.normalization, W, Cs, c_rows)
+        return cms, fit_t, score_t, funcs
 
     def _cv_pair(self, est, ctx, F: RowBlocks, c_rows, class_w, positives, shared_seconds,
                  cms, fit_t, score_t, stats, label, x_start=None):
@@ -872,6 +881,35 @@ def _map_to_larger_k(prev, normalization: np.ndarray, lam: np.ndarray, c_rows) -
     return np.concatenate([w_big, w_small[..., -1:]], axis=-1)
 
 
+def _record_functions(funcs: dict, landmarks: np.ndarray, normalization: np.ndarray, W: np.ndarray, Cs, c_rows) -> None:
+    """Per candidate row: the fold models' mean decision function as landmark coefficients.
+
+    A fold solution ``w`` is ``Σ_i α_i K(·, l_i) + b`` with ``α = normalizationᵀ w``;
+    the mean over folds of ``(α, b)`` is the refit's starting point (:func:`_refit_start`).
+    """
+    c_index = {c: i for i, c in enumerate(Cs)}
+    for C, row in c_rows:
+        w = W[:, c_index[C]].mean(axis=0)  # (problems, r + 1)
+        funcs[row] = (landmarks, w[:, :-1] @ normalization, w[:, -1].copy())
+
+
+def _refit_start(function):
+    """``start`` for the refit (see ``NystroemSVC._fit``): the fold models' mean function mapped
+    into the refit's feature space, when the refit draws the same landmarks (same seed, nested
+    uniform or the same k-means) — a few Newton iterations fewer than starting from zero."""
+    if function is None:
+        return None
+    landmarks, alpha, intercept = function
+
+    def start(fmap):
+        if fmap.components.shape != landmarks.shape or not np.array_equal(fmap.components, landmarks):
+            return None
+        w = (alpha @ fmap.normalization.T) * fmap.eigenvalues
+        return [np.r_[w[j], intercept[j]] for j in range(w.shape[0])]
+
+    return start
+
+
 class _SearchContext:
     """What every group of a search shares: rows, labels, fold roles and the training rows of each fold.
 
@@ -934,9 +972,21 @@ class _SearchContext:
     def held_out_rows(self, F: RowBlocks, s: int):
         """``(features, label codes, weights)`` of the rows fold ``s`` holds out (fold-block layout only)."""
         keep = sorted(self.fold_blocks[s])
+        # A fold is often a single block: cut it into one view per thread so that the passes over
+        # held-out rows (fold exchanges) use every core.  (Smaller blocks everywhere would slow
+        # the training passes, whose per-block costs grow with the number of blocks.)
+        parts = max(1, min((os.cpu_count() or 1) // len(keep),
+                           sum(self.X_rb.chunks[i] for i in keep) // (FOLD_MIN_BLOCK_ROWS * len(keep))))
 
         def sub(rb):
-            return None if rb is None else InMemoryBlocks([rb.blocks[i] for i in keep])
+            if rb is None:
+                return None
+            views = []
+            for i in keep:
+                b = rb.blocks[i]
+                step = -(-b.shape[0] // parts)
+                views += [b[a : a + step] for a in range(0, b.shape[0], step)]
+            return InMemoryBlocks(views)
 
         return sub(F), sub(self.codes), sub(self.sample_weight)
 
@@ -971,15 +1021,6 @@ def _hashable(v):
     if isinstance(v, list):
         return tuple(_hashable(x) for x in v)
     return v
-
-
-def _shuffle_rng(random_state) -> np.random.RandomState:
-    """The generator of the landmark shuffle (its own stream for an int seed)."""
-    from sklearn.utils import check_random_state
-
-    if isinstance(random_state, (int, np.integer)):
-        return np.random.RandomState((int(random_state) + 1) % 2**32)
-    return check_random_state(random_state)
 
 
 def _format_results(candidates, test, train, fit_times, score_times) -> dict:
