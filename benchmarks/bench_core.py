@@ -105,7 +105,7 @@ def bench_same_features(clf, Xtr, ytr, repeats, budget_s):
     F32 = clf.feature_map_.transform_block(Xtr)
     F64 = F32.astype(np.float64)
     y_pm = np.where(ytr == clf.classes_[1], 1.0, -1.0)
-    rb = as_row_blocks(F32, F32.shape[0])
+    rb = as_row_blocks(F32, F32.shape[0], min_blocks=1)  # one block: one thread, as LIBLINEAR
     _, codes = encode_labels(ytr, rb)
 
     def newton():

@@ -213,6 +213,10 @@ class InMemoryBlocks(RowBlocks):
         X = self.compute()
         return X[indices]
 
+    def compress(self, mask: "InMemoryBlocks") -> "InMemoryBlocks":
+        """The rows where the aligned boolean ``mask`` is true, block by block (copies)."""
+        return InMemoryBlocks([b[np.asarray(m, dtype=bool)] for b, m in zip(self.blocks, mask.blocks)])
+
     def iter_blocks(self, batch: int = 4):
         yield from self.blocks
 
@@ -618,13 +622,18 @@ def task_memory_budget(share: int) -> float:
     return psutil.virtual_memory().available / max(1, os.cpu_count() or 1) / share
 
 
-def as_row_blocks(X, block_rows: int) -> RowBlocks:
-    """Wrap numpy / scipy.sparse / dask input as :class:`RowBlocks`."""
+def as_row_blocks(X, block_rows: int, min_blocks: int | None = None) -> RowBlocks:
+    """Wrap numpy / scipy.sparse / dask input as :class:`RowBlocks`.
+
+    In-memory input is split into blocks of at most ``block_rows`` rows and,
+    unless ``min_blocks=1`` (an explicit block size), into enough blocks to
+    keep every core busy (:meth:`InMemoryBlocks.from_array`).
+    """
     if isinstance(X, RowBlocks):
         return X
     if is_dask_array(X):
         return DaskBlocks(X)
-    return InMemoryBlocks.from_array(X, block_rows)
+    return InMemoryBlocks.from_array(X, block_rows, min_blocks=min_blocks)
 
 
 def aligned_vector(v, like: RowBlocks) -> RowBlocks:

@@ -196,7 +196,7 @@ class LinearProblem:
         # else NystroemSVC's layout, whose blocks run in parallel threads
         n = self.F.shape[0]
         block_rows = n if single_core else max(1024, BLOCK_BYTES // (4 * max(1, self.F.shape[1])))
-        self._blocks = as_row_blocks(self.F, block_rows)
+        self._blocks = as_row_blocks(self.F, block_rows, min_blocks=1 if single_core else None)
         self._blocks64 = None
         _, self._codes = encode_labels(self.y, self._blocks)
 
@@ -220,7 +220,7 @@ class LinearProblem:
         if not float64:
             return SquaredHingeOperator(self._blocks, self._codes, 1, np.array([self.C, self.C]))
         if self._blocks64 is None:
-            self._blocks64 = as_row_blocks(self.F64, max(1024, self._blocks.chunks[0]))
+            self._blocks64 = as_row_blocks(self.F64, max(1024, self._blocks.chunks[0]), min_blocks=1)
             self._codes64 = encode_labels(self.y, self._blocks64)[1]
         return SquaredHingeOperator(self._blocks64, self._codes64, 1, np.array([self.C, self.C]))
 
@@ -228,6 +228,29 @@ class LinearProblem:
         from .solvers import choose_hessian
 
         return choose_hessian(self.F.shape[0], self.dim, False)
+
+    def subsample_operator(self):
+        """The subsample problem ``NystroemSVC`` warm-starts its Newton solve from (same rows,
+        same scaled costs, copied out), or None where it would not (``dsvm._base.subsample_size``)."""
+        from ._base import _subsample_weight_block, subsample_size
+        from .blockwise import as_row_blocks
+        from .operator import SquaredHingeOperator
+
+        n = self.F.shape[0]
+        m = subsample_size(n, self.dim - 1, hessian=self.hessian())
+        if m is None:
+            return None
+        weight = _subsample_weight_block(np.arange(n, dtype=np.int64), None, m / n)
+        keep = weight > 0
+        # one block when the problem is one block (single core), else blocks of the same size
+        rows = int(keep.sum()) if self._blocks.n_blocks == 1 else self._blocks.chunks[0]
+
+        def blocks(v):
+            return as_row_blocks(np.ascontiguousarray(v), rows, min_blocks=1)
+
+        F = blocks(self.F[keep])
+        codes, weights = blocks(np.asarray(self._codes.compute())[keep]), blocks(weight[keep])
+        return SquaredHingeOperator(F, codes, 1, np.array([self.C, self.C]), weights)
 
 
 def optimum(problem: LinearProblem, tol: float = 1e-9) -> float:
@@ -246,13 +269,15 @@ def run_solver(problem: LinearProblem, solver: str, tol: float, max_iter: int | 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
-    from .solvers import semismooth_newton
+    from .solvers import newton_from_subsample, semismooth_newton
     from .solvers.tron import trust_region_newton
 
     if solver == "LA-SN":
-        op = problem.operator()
+        # as NystroemSVC solves: from the subsample's solution where its "auto" warm start applies
+        op, sub_op = problem.operator(), problem.subsample_operator()
         t0 = time.perf_counter()
-        res = semismooth_newton(op, problem.dim, tol=tol, max_iter=max_iter or 100, hessian=problem.hessian())
+        res = newton_from_subsample(op, sub_op, problem.dim, tol=tol, max_iter=max_iter or 100,
+                                    hessian=problem.hessian())
         seconds = time.perf_counter() - t0
         w, b, n_iter, converged = res.x[:-1], float(res.x[-1]), res.n_iter, res.converged
     elif solver == "dsvm-TRON":

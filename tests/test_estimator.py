@@ -266,3 +266,43 @@ def test_bad_parameters(circles, param, value, match):
     X, y = circles
     with pytest.raises(ValueError, match=match):
         NystroemSVC(**{param: value}).fit(X, y)
+
+
+# ---------------------------------------------------------------- subsample warm start of the Newton solve
+
+
+def _warm_fit(X, y, caplog, **options):
+    with caplog.at_level("INFO", logger="dsvm._base"):
+        clf = _fit(X, y, dtype="float64", tol=1e-9, solver_options=options or None)
+    used = any("warm start: Newton on a subsample" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    return clf, used
+
+
+def test_subsample_warm_start_reaches_the_same_optimum(caplog):
+    X, y = make_circles_problem(n=3000, seed=3)
+    cold, used_cold = _warm_fit(X, y, caplog, warm_start="none")
+    warm, used_warm = _warm_fit(X, y, caplog, warm_start="subsample", warm_rows=400)
+    assert used_warm and not used_cold
+    assert warm.objective_ == pytest.approx(cold.objective_, rel=1e-9)
+    np.testing.assert_allclose(warm.decision_function(X), cold.decision_function(X), rtol=1e-6, atol=1e-6)
+    # "auto" (the default) takes the subsample when there are at least four times its rows
+    _, used_auto = _warm_fit(X, y, caplog, warm_rows=400)
+    _, used_small = _warm_fit(X, y, caplog, warm_rows=1000)
+    assert used_auto and not used_small
+
+
+def test_subsample_warm_start_is_skipped_for_dask_input_by_default(caplog):
+    X, y = make_circles_problem(n=3000, seed=3)
+    _, used = _warm_fit(da.from_array(X, chunks=1000), y, caplog, warm_rows=400)
+    assert not used
+    _, forced = _warm_fit(da.from_array(X, chunks=1000), y, caplog, warm_start="subsample", warm_rows=400)
+    assert forced
+
+
+def test_explicit_block_rows_is_kept():
+    X, y = make_circles_problem(n=20_000, seed=3)
+    X_rb, *_ = NystroemSVC(block_rows=20_000)._prepare_fit_input(X, y, None, lambda v: v)
+    assert X_rb.chunks == (20_000,)  # one block: the fit runs on one thread
+    X_rb, *_ = NystroemSVC()._prepare_fit_input(X, y, None, lambda v: v)
+    assert X_rb.n_blocks > 1  # the default size is split so that every core gets blocks

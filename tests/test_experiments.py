@@ -56,6 +56,20 @@ def test_every_solver_reaches_the_optimum_within_1e_4(tiny_problem, solver):
         assert run["rel_gap"] > ex.REACH_RTOL
 
 
+def test_la_sn_solves_as_the_estimator_does_in_one_block():
+    """Single core means one block; at n >= 4 * 10000 rows LA-SN opens with the subsample warm start."""
+    rng = np.random.default_rng(2)
+    F = rng.normal(size=(40_000, 8)).astype(np.float32)
+    y = np.where(F[:, :2].sum(axis=1) + 0.7 * rng.normal(size=40_000) > 0, 1.0, -1.0)
+    problem = ex.LinearProblem(F, y, C=1.0)
+    assert problem._blocks.chunks == (40_000,)
+    sub = problem.subsample_operator()
+    assert sub is not None and 8_000 < sub.features.n_rows < 12_000 and sub.features.n_blocks == 1
+    assert ex.LinearProblem(F[:30_000], y[:30_000], C=1.0).subsample_operator() is None
+    res = ex.run_solver(problem, "LA-SN", 1e-8)
+    assert res["objective"] == pytest.approx(ex.optimum(problem), rel=1e-7)
+
+
 def test_liblinear_regularises_the_bias_so_newton_is_not_worse(tiny_problem):
     newton = ex.run_solver(tiny_problem, "LA-SN", 1e-8)
     for solver in ("LA-DCD", "LA-TRON"):

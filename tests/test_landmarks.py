@@ -33,6 +33,22 @@ def test_landmarks_are_distinct_rows(method):
     assert np.unique(lm.components, axis=0).shape[0] == 60
 
 
+@pytest.mark.parametrize("permute_max_rows", [1 << 22, 10])  # one permutation / batched draws
+def test_uniform_landmarks_are_nested_in_k(monkeypatch, permute_max_rows):
+    import dsvm.landmarks as landmarks
+
+    monkeypatch.setattr(landmarks, "PERMUTE_MAX_ROWS", permute_max_rows)
+    X = as_row_blocks(_data(n=3000, p=7, dup=True), 500)  # repeated rows: some draws are skipped
+    big = uniform_landmarks(X, 200, random_state=5)
+    assert np.unique(big.components, axis=0).shape[0] == 200
+    for k in (1, 17, 60, 150):
+        small = uniform_landmarks(X, k, random_state=5)
+        np.testing.assert_array_equal(small.indices, big.indices[:k])
+        np.testing.assert_array_equal(small.components, big.components[:k])
+    other = uniform_landmarks(X, 200, random_state=6)
+    assert not np.array_equal(other.indices, big.indices)
+
+
 def test_uniform_landmarks_are_rows_of_x_with_their_indices():
     X = _data(dup=True)
     lm = uniform_landmarks(as_row_blocks(X, 64), 30, random_state=1)

@@ -91,6 +91,26 @@ def test_line_search_grid_and_hessian_update_match_dense(chunks):
     assert res.n_changed == np.sum(active0 != active1)
 
 
+def test_gram_batches_across_slabs_match_dense(monkeypatch):
+    """Small slabs: the Gram rows of several slabs are batched, flushed and summed in float64."""
+    import dsvm.losses as losses
+
+    monkeypatch.setattr(losses, "SLAB_ROWS", 16)
+    X, y, sw, fmap, F = _problem(False, seed=6)
+    op, y_pm, c = _operator(X, y, sw, fmap, 1000, positive=1)
+    rng = np.random.default_rng(7)
+    x0 = rng.normal(size=fmap.n_output + 1) * 0.3
+    x1 = x0 + rng.normal(size=fmap.n_output + 1)
+    _, _, H1, active1 = _dense_reference(F, y_pm, c, x1)
+    _, _, H0, active0 = _dense_reference(F, y_pm, c, x0)
+    assert 0 < np.sum(active0 != active1) and active1.sum() > 16
+    np.testing.assert_allclose(op.evaluate(x0, x1, (), "full").hess, H1, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(op.evaluate(x0, x1, (), "delta").hess, H1 - H0, rtol=1e-9, atol=1e-10)
+    # no row changes: the blocks send a scalar zero, the operator hands back a zero matrix
+    same = op.evaluate(x1, x1, (), "delta")
+    assert same.n_changed == 0 and same.hess.shape == H1.shape and not same.hess.any()
+
+
 def test_numpy_blocks_equal_dask_blocks():
     X, y, sw, fmap, F = _problem(False, seed=4)
     op_d, y_pm, c = _operator(X, y, sw, fmap, 7, positive=0)

@@ -206,6 +206,27 @@ def test_other_parameters_in_the_grid_and_sample_weight():
     assert search.best_params_.get("class_weight") == "balanced"
 
 
+@pytest.mark.parametrize("landmarks", ["uniform", "kmeans"])
+def test_refit_starts_from_the_fold_models_and_equals_a_plain_fit(circles, landmarks):
+    X, y = circles
+    grid = {"C": [1.0, 30.0], "gamma": [0.2], "n_components": [25, 60]}
+    search = NystroemSVCCV(grid, cv=3, landmarks=landmarks, dtype="float64", tol=1e-8, random_state=0).fit(X, y)
+    plain = NystroemSVC(landmarks=landmarks, dtype="float64", tol=1e-8, random_state=0, **search.best_params_).fit(X, y)
+    best = search.best_estimator_
+    # the search's landmarks for this k are the ones the plain fit draws, so its fold models
+    # give the refit a starting point: same model, fewer Newton iterations than from zero
+    np.testing.assert_array_equal(best.components_, plain.components_)
+    assert best.objective_ == pytest.approx(plain.objective_, rel=1e-8)
+    np.testing.assert_allclose(best.decision_function(X), plain.decision_function(X), rtol=1e-5, atol=1e-5)
+    assert best.n_iter_ < plain.n_iter_
+
+
+def test_refit_without_a_fixed_seed_still_fits(circles):
+    X, y = circles
+    search = NystroemSVCCV({"C": [1.0, 10.0]}, cv=3, n_components=30, random_state=None).fit(X, y)
+    assert search.best_estimator_.score(X, y) > 0.8
+
+
 def test_gamma_scale_and_probability_refit(circles):
     X, y = circles
     search = NystroemSVCCV({"C": [1.0, 10.0], "gamma": ["scale", 0.3]}, cv=3, n_components=40, random_state=0,
