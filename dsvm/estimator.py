@@ -49,6 +49,16 @@ def _check_labels(y: np.ndarray) -> np.ndarray:
     return y
 
 
+def check_classes(classes: np.ndarray) -> None:
+    """A classifier's training labels: at least two classes, not continuous values."""
+    if classes.size < 2:
+        raise ValueError(
+            f"the training labels hold {classes.size} class ({classes.tolist()}); a classifier needs at least 2"
+        )
+    if classes.dtype.kind == "f" and not np.all(np.mod(classes, 1) == 0):
+        raise ValueError("Unknown label type: y looks continuous (non-integer floats); use NystroemSVR for regression")
+
+
 class NystroemSVC(ClassifierMixin, NystroemBase):
     """Kernel SVM classifier trained by LA-SN: Nyström features + semismooth Newton.
 
@@ -123,11 +133,13 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         other two (:func:`dsvm.operator.plan_feature_store`).
     block_rows : int or None, default=None
         Rows per block when splitting in-memory input (``None``: about 64 MiB
-        of features per block).  Dask input keeps its own chunks (split further
+        of features per block, split further so that every core gets blocks;
+        an explicit value is kept, e.g. ``block_rows=n`` for one thread).  Dask input keeps its own chunks (split further
         when a block would not fit a task's share of worker memory).
     solver_options : dict or None, default=None
         Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
-        ``warm_start`` (``"none"``, ``"subsample"``, ``"auto"``), ``warm_rows``;
+        ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the
+        Newton solve from a subsample's solution, see README), ``warm_rows``;
         tron ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default
         1, as LIBLINEAR); pegasos ``epochs`` (default 10), ``batch_size``
         (default 64).  ``max_iter`` bounds Newton/TRON iterations and
@@ -240,12 +252,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         known_classes = getattr(X, "classes", None) if y is None and hasattr(X, "X") else None
         X_rb, y, sw, checked = self._prepare_fit_input(X, y, sample_weight, _check_labels)
         classes, codes = encode_labels(y, X_rb, known_classes)
-        if classes.size < 2:
-            raise ValueError(
-                f"the training labels hold {classes.size} class ({classes.tolist()}); a classifier needs at least 2"
-            )
-        if classes.dtype.kind == "f" and not np.all(np.mod(classes, 1) == 0):
-            raise ValueError("Unknown label type: y looks continuous (non-integer floats); use NystroemSVR for regression")
+        check_classes(classes)
         self.classes_ = classes
         class_cost = self.C * self._class_weights(classes, codes)
         positives = [1] if classes.size == 2 else list(range(classes.size))

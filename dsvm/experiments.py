@@ -14,7 +14,9 @@ function on in-memory arrays, so it can be run (and tested) on its own:
     "At equal objective": every solver is judged by dsvm's objective
     ``½‖w‖² + C Σ max(0, 1 − y(f·w + b))²`` (bias not regularised) against the
     optimum ``Φ*`` of a tight float64 Newton solve.  LA-SN runs at its default
-    ``tol=1e-4``; each other solver runs down a tolerance ladder (1e-1, 1e-2, …)
+    ``tol=1e-4`` and solves as ``NystroemSVC`` does, opening from a row
+    subsample's solution where the estimator would (at least 40,000 rows: w8a,
+    ijcnn1; :func:`dsvm.solvers.newton_from_subsample`); each other solver runs down a tolerance ladder (1e-1, 1e-2, …)
     and is timed at the *loosest* tolerance whose solution is within
     ``1e-4`` (relative) of ``Φ*`` — a setting that favours LIBLINEAR.
     LIBLINEAR regularises the bias (``intercept_scaling=1``, its default);

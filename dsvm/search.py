@@ -100,7 +100,7 @@ from ._base import unpack_dataset
 from ._validation import encode_labels
 from .blockwise import InMemoryBlocks, RowBlocks, aligned_vector
 from .calibration import n_columns, warm_solve
-from .estimator import NystroemSVC, _check_labels
+from .estimator import NystroemSVC, _check_labels, check_classes
 from .kernels import kernel_block, kernel_matrix, make_kernel_spec, prepare_landmarks
 from .landmarks import select_landmarks, uniform_landmarks
 from .nystroem import default_eig_rtol, nystroem_normalization
@@ -498,10 +498,7 @@ solver_options, random_state
         X_in, y_in = X, y
         X_rb, y, sw, checked = base._prepare_fit_input(X, y, sample_weight, _check_labels)
         classes, codes = encode_labels(y, X_rb, known_classes)
-        if classes.size < 2:
-            raise ValueError(
-                f"the training labels hold {classes.size} class ({classes.tolist()}); a classifier needs at least 2"
-            )
+        check_classes(classes)
         self.classes_ = classes
         self.n_features_in_ = base.n_features_in_
         if X_rb.is_distributed:

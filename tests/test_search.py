@@ -244,6 +244,11 @@ def test_bad_parameters_are_reported(circles):
         NystroemSVCCV({"C": [1.0]}, scoring="roc_auc").fit(X, y)
     with pytest.raises(ValueError, match="gamma"):
         NystroemSVCCV({"gamma": [-1.0]}, n_components=20).fit(X, y)
+    # labels are checked as NystroemSVC checks them, before any fold is solved
+    with pytest.raises(ValueError, match="continuous"):
+        NystroemSVCCV({"C": [1.0]}, n_components=20).fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="at least 2"):
+        NystroemSVCCV({"C": [1.0]}, n_components=20).fit(X, np.ones(len(y)))
 
 
 def test_score_from_confusion():
