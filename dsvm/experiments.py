@@ -271,7 +271,7 @@ def run_solver(problem: LinearProblem, solver: str, tol: float, max_iter: int | 
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
-    from .solvers import newton_from_subsample, semismooth_newton
+    from .solvers import newton_from_subsample
     from .solvers.tron import trust_region_newton
 
     if solver == "LA-SN":

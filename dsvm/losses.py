@@ -153,16 +153,6 @@ class _GramSum:
         return 0.0 if self.total is None else pack_symmetric(self.total, dtype)
 
 
-def augmented_gram(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``[F 1]_Rᵀ diag(c_R) [F 1]_R`` in float64, shape (r+1, r+1) (dense reference for tests)."""
-    gram = _GramSum(F.shape[1], F.dtype)
-    gram.push(F, rows, c)
-    gram._flush()
-    if gram.total is None:
-        return np.zeros((F.shape[1] + 1,) * 2)
-    return np.asarray(gram.total, dtype=np.float64)
-
-
 # --------------------------------------------------------------------------
 # The two residual models: (residual, d residual²/dm factor, active) of margins
 

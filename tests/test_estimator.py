@@ -1,7 +1,6 @@
 """NystroemSVC: API, label handling, input types, bad input."""
 
 import pickle
-import warnings
 
 import dask.array as da
 import numpy as np
