@@ -51,7 +51,7 @@ fold:
   search, i.e. an integer ``random_state``).
 
 Measured on a9a (18 grid points x 5 folds, ``benchmarks/bench_search.py``, a
-shared 2-core machine): 5.6x less wall time and 5.8x less CPU time than
+shared 2-core machine): 5.6x less wall time and 5.9x less CPU time than
 ``GridSearchCV(NystroemSVC())`` with the same folds, both refitting.
 
 Distribution: every pass (solver iterations, scoring) runs block-wise on the
