@@ -234,24 +234,16 @@ class LinearProblem:
     def subsample_operator(self):
         """The subsample problem ``NystroemSVC`` warm-starts its Newton solve from (same rows,
         same scaled costs, copied out), or None where it would not (``dsvm._base.subsample_size``)."""
-        from ._base import _subsample_weight_block, subsample_size
-        from .blockwise import as_row_blocks
+        from ._base import _subsample_weight_block, subsample_problem, subsample_size
+        from .blockwise import aligned_vector
         from .operator import SquaredHingeOperator
 
         n = self.F.shape[0]
         m = subsample_size(n, self.dim - 1, hessian=self.hessian())
         if m is None:
             return None
-        weight = _subsample_weight_block(np.arange(n, dtype=np.int64), None, m / n)
-        keep = weight > 0
-        # one block when the problem is one block (single core), else blocks of the same size
-        rows = int(keep.sum()) if self._blocks.n_blocks == 1 else self._blocks.chunks[0]
-
-        def blocks(v):
-            return as_row_blocks(np.ascontiguousarray(v), rows, min_blocks=1)
-
-        F = blocks(self.F[keep])
-        codes, weights = blocks(np.asarray(self._codes.compute())[keep]), blocks(weight[keep])
+        weight = aligned_vector(_subsample_weight_block(np.arange(n, dtype=np.int64), None, m / n), self._blocks)
+        F, (codes, weights) = subsample_problem(self._blocks, [self._codes, weight])
         return SquaredHingeOperator(F, codes, 1, np.array([self.C, self.C]), weights)
 
 

@@ -863,6 +863,18 @@ solver_options, random_state
         return tags
 
 
+def _landmark_coefs(w: np.ndarray, normalization: np.ndarray) -> np.ndarray:
+    """``α = normalizationᵀ w``: feature-space weights (last axis) as the coefficients of the
+    landmarks' kernel functions, ``Σ_i α_i K(·, l_i)``."""
+    return w @ normalization
+
+
+def _weights_from_landmark_coefs(alpha: np.ndarray, normalization: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_landmark_coefs` for a map ``V Λ^{-1/2}`` over the same landmarks or a
+    nested superset (``alpha`` then covers its first landmarks): ``w = Λ^{1/2} Vᵀ α``."""
+    return (alpha @ normalization[:, : alpha.shape[-1]].T) * lam
+
+
 def _map_to_larger_k(prev, normalization: np.ndarray, lam: np.ndarray, c_rows) -> np.ndarray:
     """Starting points for a larger k from the solutions of a smaller (nested) k.
 
@@ -878,9 +890,8 @@ def _map_to_larger_k(prev, normalization: np.ndarray, lam: np.ndarray, c_rows) -
     C0 = min(c for c, _ in c_rows)
     ci = int(np.argmin([abs(np.log(c) - np.log(C0)) for c in Cs_s]))
     w_small = W_s[:1, ci]  # (1, n_problems, r_s + 1): the first fold
-    alpha = w_small[..., :-1] @ norm_s  # (1, P, k_s)
-    k_s = norm_s.shape[1]
-    w_big = (alpha @ normalization[:, :k_s].T) * lam
+    alpha = _landmark_coefs(w_small[..., :-1], norm_s)  # (1, P, k_s)
+    w_big = _weights_from_landmark_coefs(alpha, normalization, lam)
     return np.concatenate([w_big, w_small[..., -1:]], axis=-1)
 
 
@@ -893,7 +904,7 @@ def _record_functions(funcs: dict, landmarks: np.ndarray, normalization: np.ndar
     c_index = {c: i for i, c in enumerate(Cs)}
     for C, row in c_rows:
         w = W[:, c_index[C]].mean(axis=0)  # (problems, r + 1)
-        funcs[row] = (landmarks, w[:, :-1] @ normalization, w[:, -1].copy())
+        funcs[row] = (landmarks, _landmark_coefs(w[:, :-1], normalization), w[:, -1].copy())
 
 
 def _refit_start(function):
@@ -907,7 +918,7 @@ def _refit_start(function):
     def start(fmap):
         if fmap.components.shape != landmarks.shape or not np.array_equal(fmap.components, landmarks):
             return None
-        w = (alpha @ fmap.normalization.T) * fmap.eigenvalues
+        w = _weights_from_landmark_coefs(alpha, fmap.normalization, fmap.eigenvalues)
         return [np.r_[w[j], intercept[j]] for j in range(w.shape[0])]
 
     return start
