@@ -81,14 +81,22 @@ class LossOperator:
             "x1": np.asarray(x1, dtype=np.float64),
             "t_grid": np.asarray(t_grid, dtype=np.float64),
             "hessian": hessian,
+            # partial Gram matrices are packed only to travel between processes
+            "pack": self.features.is_distributed,
         }
         out = self.features.map_reduce(type(self)._pass_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
         grad = out["grad"]
         hess = out["hess"]
         if hess is not None:
-            # a scalar 0.0 when no block had a row to add (see dsvm.losses._GramSum.packed)
-            hess = 2.0 * unpack_symmetric(hess) if np.ndim(hess) else np.zeros((params["x1"].size,) * 2)
+            # packed (1-d) from other processes, a matrix in this one, or a scalar 0.0
+            # when no block had a row to add (see dsvm.losses._GramSum.result)
+            if np.ndim(hess) == 1:
+                hess = 2.0 * unpack_symmetric(hess)
+            elif np.ndim(hess) == 2:
+                hess = np.multiply(hess, 2.0, dtype=np.float64)
+            else:
+                hess = np.zeros((params["x1"].size,) * 2)
         if not self.fit_intercept:
             grad = grad.copy()
             grad[-1] = 0.0

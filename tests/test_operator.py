@@ -111,6 +111,42 @@ def test_gram_batches_across_slabs_match_dense(monkeypatch):
     assert same.n_changed == 0 and same.hess.shape == H1.shape and not same.hess.any()
 
 
+def _numpy_operator(X, y, sw, fmap, block_rows, positive):
+    rb = as_row_blocks(X, block_rows, min_blocks=1)
+    classes, codes = encode_labels(y, rb)
+    class_cost = np.array([1.5, 2.0, 0.5])
+    op = SquaredHingeOperator(feature_blocks(rb, fmap), codes, positive, class_cost, aligned_vector(sw, rb))
+    y_pm = np.where(np.searchsorted(classes, y) == positive, 1.0, -1.0)
+    return op, y_pm, class_cost[np.searchsorted(classes, y)] * sw
+
+
+@pytest.mark.parametrize("block_rows", [4, 9, N])
+@pytest.mark.parametrize("change", ["mixed", "only_leaving", "only_entering"])
+def test_in_process_hessian_update_matches_dense(block_rows, change, monkeypatch):
+    """In this process the blocks hand back Gram matrices unpacked; the rows that enter and leave
+    the active set are two separate symmetric products (either may be empty)."""
+    import dsvm.losses as losses
+
+    monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several batches per block
+    X, y, sw, fmap, F = _problem(False, seed=8)
+    op, y_pm, c = _numpy_operator(X, y, sw, fmap, block_rows, positive=1)
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=fmap.n_output + 1)
+    zero = np.zeros_like(x)  # every row is active at zero
+    x0, x1 = {"mixed": (x, rng.normal(size=x.size)), "only_leaving": (zero, x),
+              "only_entering": (x, zero)}[change]
+    _, grad1, H1, active1 = _dense_reference(F, y_pm, c, x1)
+    _, _, H0, active0 = _dense_reference(F, y_pm, c, x0)
+    entered, left = np.sum(active1 & ~active0), np.sum(active0 & ~active1)
+    assert {"mixed": entered > 0 and left > 0, "only_leaving": entered == 0 and left > 0,
+            "only_entering": entered > 0 and left == 0}[change]
+    delta = op.evaluate(x0, x1, (), "delta")
+    np.testing.assert_allclose(delta.hess, H1 - H0, rtol=1e-9, atol=1e-10)
+    np.testing.assert_array_equal(delta.hess, delta.hess.T)
+    np.testing.assert_allclose(op.evaluate(x0, x1, (), "full").hess, H1, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(delta.grad, grad1, rtol=1e-9, atol=1e-12)
+
+
 def test_numpy_blocks_equal_dask_blocks():
     X, y, sw, fmap, F = _problem(False, seed=4)
     op_d, y_pm, c = _operator(X, y, sw, fmap, 7, positive=0)

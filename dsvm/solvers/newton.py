@@ -99,13 +99,28 @@ def _objective(reg: np.ndarray, x: np.ndarray, loss: float) -> float:
     return 0.5 * float(np.dot(reg * x, x)) + loss
 
 
-def _solve_newton_system(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    with blas_for_order(H.shape[0]):
+def _newton_matrix(H_loss: np.ndarray, reg: np.ndarray) -> np.ndarray:
+    """``H_loss + diag(reg)`` as a new matrix, with a free bias direction made nonsingular.
+
+    Made in Fortran order (the transpose of the symmetric ``H_loss``), which
+    LAPACK factors without a further copy: 2.0 ms instead of 5.5 ms at order 501.
+    """
+    H = H_loss.T.copy(order="K")
+    H[np.diag_indices(H.shape[0])] += reg
+    if H[-1, -1] <= 0.0:  # no active row or no intercept: bias direction is free
+        H[-1, -1] = 1.0
+    return H
+
+
+def _solve_newton_system(H_loss: np.ndarray, reg: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    with blas_for_order(H_loss.shape[0]):
         try:
-            c = scipy.linalg.cho_factor(H, lower=False, check_finite=False)
+            # the matrix is a fresh copy: factor it in place
+            c = scipy.linalg.cho_factor(_newton_matrix(H_loss, reg), lower=False, overwrite_a=True,
+                                        check_finite=False)
             return scipy.linalg.cho_solve(c, rhs, check_finite=False)
         except np.linalg.LinAlgError:
-            sol, *_ = scipy.linalg.lstsq(H, rhs, check_finite=False)
+            sol, *_ = scipy.linalg.lstsq(_newton_matrix(H_loss, reg), rhs, check_finite=False)
             return sol
 
 
@@ -204,11 +219,7 @@ def semismooth_newton(
             break
         cg_steps = 0
         if use_gram:
-            H = H_loss.copy()
-            H[np.diag_indices(dim)] += reg
-            if H[-1, -1] <= 0.0:  # no active row or no intercept: bias direction is free
-                H[-1, -1] = 1.0
-            d = _solve_newton_system(H, -g)
+            d = _solve_newton_system(H_loss, reg, -g)
         else:
             forcing = min(0.5, np.sqrt(gnorm / g_ref))
             cg = conjugate_gradient(
