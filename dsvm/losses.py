@@ -199,6 +199,8 @@ def _fused_pass(F, c, params, residual, residual_grid):
     w1 = x1[:-1].astype(F.dtype, copy=False)
     need0 = t_grid.size > 0 or hessian == "delta"
     w0 = x0[:-1].astype(F.dtype, copy=False) if need0 else None
+    # at w = 0 (a solve's first pass, the reference gradient) the margins are the bias: no GEMV
+    w1_zero, w0_zero = not w1.any(), w0 is not None and not w0.any()
     loss, n_active, n_changed = 0.0, 0, 0
     grad = np.zeros(r + 1)
     loss_grid = np.zeros(t_grid.size)
@@ -206,7 +208,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
     for s in range(0, n, SLAB_ROWS):
         sl = slice(s, min(s + SLAB_ROWS, n))
         Fs, cs = F[sl], c[sl]
-        m1 = (Fs @ w1).astype(np.float64) + x1[-1]
+        m1 = np.full(Fs.shape[0], x1[-1]) if w1_zero else (Fs @ w1).astype(np.float64) + x1[-1]
         rho1, slope1 = residual(m1, sl)
         active = (rho1 > 0.0) & (cs > 0.0)  # rows of zero cost (held-out folds) are never active
         loss += float(np.dot(cs, rho1 * rho1))
@@ -215,7 +217,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
         grad[-1] += float(g.sum())
         n_active += int(active.sum())
         if need0:
-            m0 = (Fs @ w0).astype(np.float64) + x0[-1]
+            m0 = np.full(Fs.shape[0], x0[-1]) if w0_zero else (Fs @ w0).astype(np.float64) + x0[-1]
             before = (residual(m0, sl)[0] > 0.0) & (cs > 0.0)
             n_changed += int(np.count_nonzero(active != before))
         if t_grid.size:

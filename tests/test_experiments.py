@@ -199,6 +199,8 @@ def test_quick_paper_pipeline_end_to_end(tmp_path):
     out = tmp_path / "paper"
     spec = load_pipeline(REPO / "pipelines" / "paper.yaml", [
         "quick=true", "repeats=2", f"output={out}", f"data_dir={DATA_DIR}", "datasets=[splice,mushrooms]"])
+    # Table 4 with its own landmarks on one data set; Table 3 keeps uniform ones at k
+    spec["experiments"]["paper"]["dataset_options"] = {"splice": {"table4_k": 60, "table4_landmarks": "kmeans"}}
     report = run_pipeline(spec)
     assert (out / "report.md").exists() and (out / "report.json").exists()
     for png in ("table3_t_linear.png", "table4_lasn_vs_libsvm.png", "sensitivity.png", "structure.png"):
@@ -207,6 +209,10 @@ def test_quick_paper_pipeline_end_to_end(tmp_path):
     saved = json.loads((out / "report.json").read_text())
     assert [t["dataset"] for t in saved["table3"]] == ["splice", "mushrooms"]
     assert [t["dataset"] for t in saved["table4"]] == ["splice", "mushrooms"]
+    t4 = {t["dataset"]: t for t in saved["table4"]}
+    assert (t4["splice"]["k"], t4["splice"]["landmarks"]) == (60, "kmeans")
+    assert (t4["mushrooms"]["k"], t4["mushrooms"]["landmarks"]) == (ex.QUICK["k_max"], "uniform")
+    assert saved["table3"][0]["k"] == min(ex.PAPER_DATASETS["splice"].k, ex.QUICK["k_max"])
     assert saved["datasets"]["mushrooms"]["split"] == {"test_fraction": 0.2, "random_state": 0, "stratified": True}
     assert saved["structure"]["dataset"] == "splice"  # a9a is not among the quick run's data sets
     assert set(saved["claims"]) == {"newton_10x_vs_liblinear", "lasn_faster_than_libsvm"}
@@ -216,6 +222,20 @@ def test_quick_paper_pipeline_end_to_end(tmp_path):
         assert heading in md
     for t in saved["table3"]:
         assert all(s["rel_gap_max"] <= ex.REACH_RTOL for s in t["summary"].values() if s["reached_all"])
+
+
+def test_table4_settings_are_checked():
+    cfg = ex.paper_config({"experiments": {"paper": {"dataset_options": {"w8a": {"table4_k": 2000,
+                                                                                 "table4_landmarks": "active"}}}}})
+    ds = ex._dataset_settings(cfg, "w8a")
+    assert ds.k == ex.PAPER_DATASETS["w8a"].k and ds.table4_settings == (2000, "active")
+    assert ex._dataset_settings(cfg, "a9a").table4_settings == (ex.PAPER_DATASETS["a9a"].k, "uniform")
+    bad = ex.paper_config({"experiments": {"paper": {"dataset_options": {"w8a": {"table4_landmarks": "random"}}}}})
+    with pytest.raises(ValueError, match="table4_landmarks"):
+        ex._dataset_settings(bad, "w8a")
+    with pytest.raises(ValueError, match="allowed"):
+        ex._dataset_settings(ex.paper_config({"experiments": {"paper": {"dataset_options": {"w8a": {"kk": 1}}}}}),
+                             "w8a")
 
 
 @pytest.mark.data
