@@ -993,8 +993,8 @@ def markdown(report: dict) -> str:
         k4 = _table4_landmarks_cell(d)
         L.append(f"| {name} | {d['n_train']:,} | {d['n_test']:,} | {d['n_features']} | {d['gamma']:g} | {d['k']} | "
                  f"{k4} | {d['gamma_note']} | {test} |")
-    L += ["", "k: uniform landmarks, in Table 3, the sensitivity grid's bold cell and (unless Table 4's own setting "
-          "says otherwise) Table 4.", ""]
+    L += ["", "k: uniform landmarks of Table 3, and of Table 4 where the next column says \"same\"; the "
+          "sensitivity study has its own grid of k.", ""]
     if report["table3"]:
         L += _md_table3(report)
     if report["table4"]:
@@ -1057,9 +1057,10 @@ def _md_table4(report) -> list[str]:
     L = ["## Table 4 analogue: LA-SN vs LIBSVM (C = {:g})".format(report["config"]["C"]), "",
          f"LA-SN = `NystroemSVC(...).fit` end to end (landmarks + features + Newton), "
          f"{report['config']['repeats']} landmark seeds, mean ± std; LIBSVM = scikit-learn "
-         "`SVC(kernel='rbf', cache_size=2000)`, fitted once. Accuracy on the test set. k = landmarks of LA-SN "
-         "(uniform unless named; where a data set's accuracy needs more or better placed landmarks than Table 3's "
-         "k, Table 4 says so here).", "",
+         "`SVC(kernel='rbf', cache_size=2000)`, fitted once. Accuracy on the test set. k = LA-SN's landmarks: "
+         "uniform, as in Table 3, unless the column names another method (a data set whose accuracy needs more "
+         "or better placed landmarks than Table 3's k gets them here: `dataset_options` `table4_k`, "
+         "`table4_landmarks`).", "",
          "| data set | k | LA-SN fit (s) | LA-SN accuracy (%) | LIBSVM fit (s) | LIBSVM accuracy (%) | #SV | speed-up |"
          " Δ accuracy (pp) | LA-SN on Dask (s / %) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for t in report["table4"]:
