@@ -105,6 +105,10 @@ def _subsample_weight_block(rows, sample_weight, fraction):
     return w if sample_weight is None else w * sample_weight
 
 
+# the estimators' landmark methods: "active" needs the solver, so it lives here, not in dsvm.landmarks
+ESTIMATOR_LANDMARKS = LANDMARK_METHODS + ("active",)
+
+
 def subsample_size(n: int, r: int, mode: str = "auto", warm_rows: int | None = None, hessian: str = "gram",
                    distributed: bool = False) -> int | None:
     """Rows of the Newton solve's subsample warm start, or None for no warm start.
@@ -193,9 +197,8 @@ class NystroemBase(BaseEstimator):
             raise ValueError(f"kernel={self.kernel!r} is not supported; choose one of {KERNELS}")
         check_positive("C", self.C)
         check_positive_int("n_components", self.n_components)
-        methods = LANDMARK_METHODS + ("active",)  # "active" needs the solver, so it lives here
-        if self.landmarks not in methods:
-            raise ValueError(f"landmarks={self.landmarks!r} is not supported; choose one of {methods}")
+        if self.landmarks not in ESTIMATOR_LANDMARKS:
+            raise ValueError(f"landmarks={self.landmarks!r} is not supported; choose one of {ESTIMATOR_LANDMARKS}")
         if self.solver not in self._solvers:
             raise ValueError(f"solver={self.solver!r} is not supported; choose one of {self._solvers}")
         options = self.solver_options or {}

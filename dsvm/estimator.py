@@ -134,8 +134,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     block_rows : int or None, default=None
         Rows per block when splitting in-memory input (``None``: about 64 MiB
         of features per block, split further so that every core gets blocks;
-        an explicit value is kept, e.g. ``block_rows=n`` for one thread).  Dask input keeps its own chunks (split further
-        when a block would not fit a task's share of worker memory).
+        an explicit value is kept, e.g. ``block_rows=n`` for one thread).
+        Dask input keeps its own chunks (split further when a block would not
+        fit a task's share of worker memory).
     solver_options : dict or None, default=None
         Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
         ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the

@@ -14,11 +14,13 @@ function on in-memory arrays, so it can be run (and tested) on its own:
     "At equal objective": every solver is judged by dsvm's objective
     ``½‖w‖² + C Σ max(0, 1 − y(f·w + b))²`` (bias not regularised) against the
     optimum ``Φ*`` of a tight float64 Newton solve.  LA-SN runs at its default
-    ``tol=1e-4`` (tighter, down the same ladder, where that misses ``Φ*``) and solves as ``NystroemSVC`` does, opening from a row
-    subsample's solution where the estimator would (at least 40,000 rows: w8a,
-    ijcnn1; :func:`dsvm.solvers.newton_from_subsample`); each other solver runs down a tolerance ladder (1e-1, 1e-2, …)
-    and is timed at the *loosest* tolerance whose solution is within
-    ``1e-4`` (relative) of ``Φ*`` — a setting that favours LIBLINEAR.
+    ``tol=1e-4`` (tighter, down the same ladder, where that misses ``Φ*``)
+    and solves as ``NystroemSVC`` does, opening from a row subsample's
+    solution where the estimator would (at least 40,000 rows: w8a, ijcnn1;
+    :func:`dsvm.solvers.newton_from_subsample`); each other solver runs down
+    a tolerance ladder (1e-1, 1e-2, …) and is timed at the *loosest*
+    tolerance whose solution is within ``1e-4`` (relative) of ``Φ*`` — a
+    setting that favours LIBLINEAR.
     LIBLINEAR regularises the bias (``intercept_scaling=1``, its default);
     that costs it at most ``½ b²`` against ``Φ*``.
 :func:`lasn_fits` + :func:`table4`
@@ -771,9 +773,11 @@ def _dataset_settings(cfg: dict, name: str) -> PaperDataset:
     if "table4_k" in opts:
         ds = replace(ds, table4_k=None if opts["table4_k"] is None else int(opts["table4_k"]))
     if "table4_landmarks" in opts:
-        if opts["table4_landmarks"] not in ("uniform", "kmeans", "active"):
+        from ._base import ESTIMATOR_LANDMARKS
+
+        if opts["table4_landmarks"] not in ESTIMATOR_LANDMARKS:
             raise ValueError(f"experiments.paper.dataset_options.{name}.table4_landmarks: "
-                             f"{opts['table4_landmarks']!r}; choose uniform, kmeans or active")
+                             f"{opts['table4_landmarks']!r}; choose one of {', '.join(ESTIMATOR_LANDMARKS)}")
         ds = replace(ds, table4_landmarks=str(opts["table4_landmarks"]))
     if cfg["quick"]:
         ds = replace(ds, k=min(ds.k, QUICK["k_max"]), k_grid=tuple(QUICK["k_grid"]),
@@ -1016,8 +1020,8 @@ def _md_table3(report) -> list[str]:
     L = ["## Table 3 analogue: t_linear on the same features (C = {:g})".format(report["config"]["C"]), "",
          "t_linear = seconds of the linear solve only, on the Nyström features of one landmark set per repetition "
          "(the same matrix for every solver); mean ± std over the repetitions. LA-SN at its default tol = 1e-4 "
-         "(tighter, 1e-5, 1e-6, …, where that misses Φ* by more than 1e-4), solved as NystroemSVC solves: on 40,000 rows or more "
-         "from the solution of a row subsample (dsvm.solvers.newton_from_subsample); "
+         "(tighter, 1e-5, 1e-6, …, where that misses Φ* by more than 1e-4), solved as NystroemSVC solves: "
+         "on 40,000 rows or more from the solution of a row subsample (dsvm.solvers.newton_from_subsample); "
          "every other solver at the loosest tolerance of 1e-1, 1e-2, … whose solution is within 1e-4 (relative) "
          "of Φ*, the optimum of dsvm's objective ½‖w‖² + C Σ max(0, 1 − y(f·w + b))² (bias not regularised) from "
          "a tight float64 Newton solve. ratio = mean t_solver / mean t_LA-SN.", ""]

@@ -103,14 +103,16 @@ class _GramSum:
     for the rows added and one for the rows removed, so an update by a
     handful of rows that entered or left the active set costs a small
     product per block, not two ``(r+1)²`` float64 temporaries per slab.  Two
-    SYRKs do half the flops of one signed GEMM (measured: a delta pass of 3,860
-    rows removed at k = 1000 took 159 ms as a GEMM, 37 ms as a SYRK).  Batches
-    after the first are accumulated in float64.
+    SYRKs do half the flops of one signed GEMM (measured on one thread, 3,860
+    rows at k = 993: 36 ms as a SYRK, 69 ms as the signed GEMM, not counting
+    its scaled copy of the rows).  Batches after the first are accumulated in
+    float64.
     """
 
     def __init__(self, r: int, dtype):
         self.r, self.dtype = r, np.dtype(dtype)
-        self.parts: dict[float, list[np.ndarray]] = {1.0: [], -1.0: []}
+        # buffered (sqrt(c)-scaled rows, sqrt(c)) per sign: rows added (+1) and removed (-1)
+        self.parts: dict[float, list[tuple[np.ndarray, np.ndarray]]] = {1.0: [], -1.0: []}
         self.n_buffered = 0
         self.total = None
 
