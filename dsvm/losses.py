@@ -185,6 +185,49 @@ def _eps_residual_grid(m0, dm, t, y, eps):
     return np.maximum(0.0, np.abs(m0[:, None] + dm[:, None] * t[None, :] - y[:, None]) - eps)
 
 
+class MarginCache:
+    """Margins ``F w + b`` of in-process blocks at the last points a solve evaluated.
+
+    A Newton pass needs the margins at its current point ``x0`` and at the
+    trial point ``x1``; ``x0`` is the previous pass's ``x1``, so keeping each
+    block's margins from one pass to the next saves one of the pass's three
+    products with ``F`` (the other two, ``F w1`` and the gradient ``Fᵀ g``,
+    are new).  Only for blocks held in this process (the operator makes one
+    store per problem); keyed by the block object itself, so a block that is
+    not the one cached is never served another's margins.  Values are the
+    same floats a recomputation gives: one cached product is a slab-by-slab
+    copy of the product the pass would make.
+    """
+
+    KEEP = 2  # the current point and the trial point
+
+    def __init__(self, store: dict | None, F):
+        self.store, self.F = store, F
+        entry = None if store is None else store.get(id(F))
+        self.known: dict = entry[1] if entry is not None and entry[0] is F else {}
+
+    @classmethod
+    def of_block(cls, store: dict | None, F) -> "MarginCache":
+        """The cache of block ``F`` in ``store`` (``params["margin_cache"]``; None: caching off)."""
+        return cls(store, F)
+
+    def get(self, key: bytes | None) -> np.ndarray | None:
+        return None if key is None else self.known.get(key)
+
+    def blank(self, n: int) -> np.ndarray | None:
+        """An array to fill with new margins, or None when caching is off."""
+        return None if self.store is None else np.empty(n)
+
+    def keep(self, margins: dict) -> None:
+        """Remember these ``{point key: margins}`` for the block, with the most recent
+        of the points remembered before, up to :attr:`KEEP` in all."""
+        if self.store is None:
+            return
+        kept = {k: m for k, m in self.known.items() if k not in margins}
+        kept.update((k, m) for k, m in margins.items() if k is not None and m is not None)
+        self.store[id(self.F)] = (self.F, dict(list(kept.items())[-self.KEEP:]))
+
+
 def _fused_pass(F, c, params, residual, residual_grid):
     """Shared body of the fused Newton pass (see :func:`sqhinge_pass`).
 
@@ -203,6 +246,11 @@ def _fused_pass(F, c, params, residual, residual_grid):
     w0 = x0[:-1].astype(F.dtype, copy=False) if need0 else None
     # at w = 0 (a solve's first pass, the reference gradient) the margins are the bias: no GEMV
     w1_zero, w0_zero = not w1.any(), w0 is not None and not w0.any()
+    cache = MarginCache.of_block(params.get("margin_cache"), F)
+    known1 = cache.get(params.get("x1_key"))
+    known0 = cache.get(params.get("x0_key")) if need0 else None
+    new1 = cache.blank(n) if known1 is None else None
+    new0 = cache.blank(n) if need0 and known0 is None else None
     loss, n_active, n_changed = 0.0, 0, 0
     grad = np.zeros(r + 1)
     loss_grid = np.zeros(t_grid.size)
@@ -210,7 +258,12 @@ def _fused_pass(F, c, params, residual, residual_grid):
     for s in range(0, n, SLAB_ROWS):
         sl = slice(s, min(s + SLAB_ROWS, n))
         Fs, cs = F[sl], c[sl]
-        m1 = np.full(Fs.shape[0], x1[-1]) if w1_zero else (Fs @ w1).astype(np.float64) + x1[-1]
+        if known1 is not None:
+            m1 = known1[sl]
+        else:
+            m1 = np.full(Fs.shape[0], x1[-1]) if w1_zero else (Fs @ w1).astype(np.float64) + x1[-1]
+            if new1 is not None:
+                new1[sl] = m1
         rho1, slope1 = residual(m1, sl)
         active = (rho1 > 0.0) & (cs > 0.0)  # rows of zero cost (held-out folds) are never active
         loss += float(np.dot(cs, rho1 * rho1))
@@ -219,7 +272,12 @@ def _fused_pass(F, c, params, residual, residual_grid):
         grad[-1] += float(g.sum())
         n_active += int(active.sum())
         if need0:
-            m0 = np.full(Fs.shape[0], x0[-1]) if w0_zero else (Fs @ w0).astype(np.float64) + x0[-1]
+            if known0 is not None:
+                m0 = known0[sl]
+            else:
+                m0 = np.full(Fs.shape[0], x0[-1]) if w0_zero else (Fs @ w0).astype(np.float64) + x0[-1]
+                if new0 is not None:
+                    new0[sl] = m0
             before = (residual(m0, sl)[0] > 0.0) & (cs > 0.0)
             n_changed += int(np.count_nonzero(active != before))
         if t_grid.size:
@@ -230,6 +288,11 @@ def _fused_pass(F, c, params, residual, residual_grid):
         elif hessian == "delta":
             gram.push(Fs, active & ~before, cs)
             gram.push(Fs, before & ~active, cs, sign=-1.0)
+    if need0:
+        cache.keep({params.get("x0_key"): known0 if known0 is not None else new0,
+                    params.get("x1_key"): known1 if known1 is not None else new1})
+    else:
+        cache.keep({params.get("x1_key"): known1 if known1 is not None else new1})
     return {
         "loss": loss,
         "grad": grad,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_finite_block
-from .blockwise import RowBlocks
+from .blockwise import InMemoryBlocks, RowBlocks
 from .losses import (
     hinge_loss_block,
     labels_pm1,
@@ -72,6 +72,9 @@ class LossOperator:
         self.fixed_params = fixed_params
         self.fit_intercept = bool(fit_intercept)
         self.n_passes = 0
+        # margins at the last points, per block, where the blocks live in this process
+        # (dsvm.losses.MarginCache); distributed blocks recompute them
+        self._margin_cache: dict | None = {} if isinstance(features, InMemoryBlocks) else None
 
     def evaluate(self, x0: np.ndarray, x1: np.ndarray, t_grid=(), hessian: str = "none") -> PassResult:
         """Loss, gradient and Hessian data at ``x1``; loss along ``x0 → x1`` at ``t_grid``."""
@@ -84,6 +87,9 @@ class LossOperator:
             # partial Gram matrices are packed only to travel between processes
             "pack": self.features.is_distributed,
         }
+        if self._margin_cache is not None:
+            params.update(margin_cache=self._margin_cache, x0_key=params["x0"].tobytes(),
+                          x1_key=params["x1"].tobytes())
         out = self.features.map_reduce(type(self)._pass_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
         grad = out["grad"]

@@ -147,6 +147,47 @@ def test_in_process_hessian_update_matches_dense(block_rows, change, monkeypatch
     np.testing.assert_allclose(delta.grad, grad1, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("block_rows", [4, 9, N])
+def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeypatch):
+    """In this process each block keeps its margins at the last points evaluated: a Newton
+    sequence of passes (current point, trial point, a shorter step, the zero point) returns
+    exactly what passes that recompute every margin return, and the cached margins are used."""
+    import dsvm.losses as losses
+
+    monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several slabs per block
+    X, y, sw, fmap, F = _problem(False, seed=11)
+    cached, y_pm, c = _numpy_operator(X, y, sw, fmap, block_rows, positive=2)
+    plain, _, _ = _numpy_operator(X, y, sw, fmap, block_rows, positive=2)
+    plain._margin_cache = None
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=fmap.n_output + 1)
+    d = rng.normal(size=x.size)
+    zero, grid = np.zeros_like(x), np.array([1.0, 0.5, 0.25])
+    calls = [(x, x, (), "full"), (zero, zero, (), "none"), (x, x + d, grid, "delta"),
+             (x, x + d, grid[1:], "none"), (x, x + 0.5 * d, (), "delta"), (x + 0.5 * d, x - d, grid, "delta")]
+    for x0, x1, t, mode in calls:
+        a, b = cached.evaluate(x0, x1, t, mode), plain.evaluate(x0, x1, t, mode)
+        assert (a.loss, a.n_active, a.n_changed) == (b.loss, b.n_active, b.n_changed)
+        np.testing.assert_array_equal(a.grad, b.grad)
+        np.testing.assert_array_equal(a.loss_grid, b.loss_grid)
+        np.testing.assert_array_equal(np.asarray(a.hess), np.asarray(b.hess))
+    n_blocks = cached.features.n_blocks
+    assert len(cached._margin_cache) == n_blocks and plain._margin_cache is None
+    # each block remembers the last two points, and a pass reads them instead of recomputing:
+    # with the remembered margins at x − d spoiled, the loss there comes out wrong
+    for block, kept in cached._margin_cache.values():
+        assert len(kept) == 2
+        kept[(x - d).tobytes()] = kept[(x - d).tobytes()] + 1.0
+    assert cached.evaluate(x - d, x - d).loss != plain.evaluate(x - d, x - d).loss
+    assert cached.evaluate(x, x).loss == plain.evaluate(x, x).loss  # a point not kept is recomputed
+
+
+def test_margin_cache_is_off_for_dask_blocks():
+    X, y, sw, fmap, F = _problem(False, seed=4)
+    op_d, _, _ = _operator(X, y, sw, fmap, 7, positive=0)
+    assert op_d._margin_cache is None
+
+
 def test_numpy_blocks_equal_dask_blocks():
     X, y, sw, fmap, F = _problem(False, seed=4)
     op_d, y_pm, c = _operator(X, y, sw, fmap, 7, positive=0)
