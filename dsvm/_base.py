@@ -186,10 +186,9 @@ class NystroemBase(BaseEstimator):
             return trust_region_newton(op, dim, x0=x0, tol=self.tol, max_iter=self.max_iter, label=label, **options)
         if self.solver == "dcd":
             return dual_coordinate_descent(op, dim, tol=self.tol, max_iter=max(self.max_iter, 1000), label=label,
-                                           **options)
-        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else 0
+                                           random_state=resolve_seed(self.random_state), **options)
         return pegasos(op, dim, C=self.C, n_epochs=options.get("epochs", 10), batch_size=options.get("batch_size", 64),
-                       random_state=seed, label=label)
+                       random_state=resolve_seed(self.random_state), label=label)
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
@@ -342,7 +341,7 @@ class NystroemBase(BaseEstimator):
         ``start(feature_map)``, if given, returns a starting point per problem
         (or None); ignored when resuming from a checkpoint.
         """
-        ckpt, state = self._open_checkpoint(X_rb, aligned[0])
+        ckpt, state = self._open_checkpoint(X_rb, aligned[0], aligned[1])
         if state is not None:
             fmap, lm_indices, gamma = restore_feature_map(state)
             timing = {"landmark_seconds": 0.0, "landmark_passes": 0}
@@ -484,7 +483,7 @@ class NystroemBase(BaseEstimator):
         logger.info("warm start: Newton on a subsample of about %d of %d rows first", m, n)
         return [aligned[0], weights]
 
-    def _open_checkpoint(self, X_rb: RowBlocks, y_rb: RowBlocks):
+    def _open_checkpoint(self, X_rb: RowBlocks, y_rb: RowBlocks, sw_rb: RowBlocks | None):
         """``(Checkpoint, saved state or None)``, or ``(None, None)`` without ``checkpoint``."""
         path = getattr(self, "checkpoint", None)
         if path is None:
@@ -494,7 +493,7 @@ class NystroemBase(BaseEstimator):
         params = {k: v for k, v in self.get_params(deep=False).items() if k != "checkpoint"}
         if not isinstance(params.get("random_state"), (int, np.integer, type(None))):
             raise ValueError("checkpoint needs random_state to be an int (or None): a resumed fit must draw the same landmarks")
-        ckpt = Checkpoint(path, params, data_fingerprint(X_rb, y_rb))
+        ckpt = Checkpoint(path, params, data_fingerprint(X_rb, y_rb, sw_rb))
         return ckpt, ckpt.load()
 
     # ------------------------------------------------------------------ predict

@@ -8,7 +8,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .blockwise import RowBlocks, aligned_vector, is_dask_array
+from .blockwise import RowBlocks, aligned_vector, is_dask_array, row_index_blocks
 
 
 def check_dask_X(X, what: str = "X") -> None:
@@ -117,3 +117,38 @@ def check_n_rows(n_X: int, y, what: str = "y") -> None:
     n_y = y.shape[0]
     if n_y != n_X:
         raise ValueError(f"X has {n_X} rows but {what} has {n_y}; they must have one entry per row of X")
+
+
+def _weight_stats_block(sw_block, codes_block, rows_block, n_groups):
+    """Per-group weight sums of one block, plus the first non-finite and the first negative row."""
+    w = np.asarray(sw_block, dtype=np.float64)
+    rows = np.asarray(rows_block)
+    nonfinite, negative = ~np.isfinite(w), w < 0
+    first = [float(rows[m][0]) if m.any() else np.inf for m in (nonfinite, negative)]
+    clean = np.where(nonfinite | negative, 0.0, w)
+    if codes_block is None:
+        mass = np.array([clean.sum()])
+    else:
+        mass = np.bincount(np.asarray(codes_block), weights=clean, minlength=n_groups)
+    return mass, np.array(first)
+
+
+def _weight_stats_combine(parts):
+    parts = list(parts)
+    return sum(p[0] for p in parts), np.min([p[1] for p in parts], axis=0)
+
+
+def check_sample_weight_blocks(sw: RowBlocks, codes: RowBlocks | None = None, n_groups: int = 1) -> np.ndarray:
+    """Reject NaN, infinite or negative sample weights (naming the first such row); return weight sums.
+
+    One pass over the weights (numpy or Dask blocks alike).  The sums are per
+    class code when ``codes`` is given, else a single total; a caller raises
+    when a sum it needs is zero.
+    """
+    mass, first = sw.map_reduce(_weight_stats_block, aligned=(codes, row_index_blocks(sw)), shared=(n_groups,),
+                                combine=_weight_stats_combine)
+    if np.isfinite(first[0]):
+        raise ValueError(f"sample_weight contains NaN or infinity at row {int(first[0])}")
+    if np.isfinite(first[1]):
+        raise ValueError(f"sample_weight must be non-negative; row {int(first[1])} has a negative weight")
+    return np.asarray(mass, dtype=np.float64)

@@ -15,8 +15,8 @@ A checkpoint of other data or other parameters is refused
 (:mod:`dsvm.model_io`): written atomically, read with ``allow_pickle=False``.
 
 The data fingerprint is chunking-independent: per-column sums, sums of
-squares and sums weighted by a hash of the row index, plus label statistics,
-computed in one pass and compared to a relative tolerance of 1e-9.
+squares and sums weighted by a hash of the row index, plus label and
+sample-weight statistics, computed in one pass and compared to a relative tolerance of 1e-9.
 """
 
 from __future__ import annotations
@@ -48,10 +48,12 @@ def _row_weights(offset: int, n: int) -> np.ndarray:
     return ((idx * np.uint64(2654435761)) % np.uint64(2**32)).astype(np.float64) / 2.0**32
 
 
-def _fingerprint_block(X_block, y_block, rows_block):
+def _fingerprint_block(X_block, y_block, rows_block, sw_block):
     """Sums over the rows of one block; additive, so blocks may be cut anywhere."""
     offset = int(rows_block[0]) if len(rows_block) else 0
     w = _row_weights(offset, X_block.shape[0])
+    # no sample weights and weights of one are the same problem
+    sw = np.ones(X_block.shape[0]) if sw_block is None else np.asarray(sw_block, dtype=np.float64)
     y = np.asarray(y_block)
     y_num = y.astype(np.float64) if y.dtype.kind in "biuf" else np.array([hash(str(v)) % 1000 for v in y], dtype=np.float64)
     if sp.issparse(X_block):
@@ -62,14 +64,16 @@ def _fingerprint_block(X_block, y_block, rows_block):
     else:
         Xd = np.asarray(X_block, dtype=np.float64)
         col, colsq, colw = Xd.sum(axis=0), (Xd * Xd).sum(axis=0), Xd.T @ w
-    return np.concatenate([col, colsq, colw, [y_num.sum(), (y_num * y_num).sum(), y_num @ w, float(len(y))]])
+    return np.concatenate([col, colsq, colw, [y_num.sum(), (y_num * y_num).sum(), y_num @ w, float(len(y)),
+                                              sw.sum(), sw @ sw, sw @ w, (sw * y_num) @ w]])
 
 
-def data_fingerprint(X_rb, y_rb) -> np.ndarray:
-    """A vector summarising X and y (see the module docstring); one pass."""
+def data_fingerprint(X_rb, y_rb, sw_rb=None) -> np.ndarray:
+    """A vector summarising X, y and the sample weights (see the module docstring); one pass."""
     from .blockwise import row_index_blocks
 
-    return np.asarray(X_rb.map_reduce(_fingerprint_block, aligned=(y_rb, row_index_blocks(X_rb))), dtype=np.float64)
+    return np.asarray(X_rb.map_reduce(_fingerprint_block, aligned=(y_rb, row_index_blocks(X_rb), sw_rb)),
+                      dtype=np.float64)
 
 
 def _same_fingerprint(a: np.ndarray, b: np.ndarray) -> bool:

@@ -358,7 +358,8 @@ def cmd_info(args) -> int:
         m = load_model(p)
         info = {"kind": "model", "path": str(p), "estimator": type(m).__name__, "kernel": m.feature_map_.spec.to_dict(),
                 "C": m.C, "n_components": int(m.components_.shape[0]), "n_features_out": int(m.coef_.shape[1]),
-                "n_features_in": m.n_features_in_, "classes": [c.item() if hasattr(c, "item") else c for c in m.classes_],
+                "n_features_in": m.n_features_in_,
+                "classes": [c.item() if hasattr(c, "item") else c for c in getattr(m, "classes_", [])],
                 "n_iter": m.n_iter_, "objective": m.objective_ if isinstance(m.objective_, float) else list(m.objective_),
                 "fit_seconds": m.solver_stats_.get("fit_seconds")}
     print(json.dumps(info, indent=2, default=str))

@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import NystroemBase, unpack_dataset
-from ._validation import check_n_rows, encode_labels, resolve_seed
+from ._validation import check_n_rows, check_sample_weight_blocks, encode_labels, resolve_seed
 from .blockwise import RowBlocks, aligned_vector, is_dask_array, lazy_result
 from .calibration import PlattCalibration, n_columns, proba_block
 from .nystroem import FeatureMap
@@ -256,6 +256,14 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         check_classes(classes)
         self.classes_ = classes
         class_cost = self.C * self._class_weights(classes, codes)
+        # every class needs some weight, or its problem has nothing to fit
+        mass = np.ones(classes.size) if sw is None else check_sample_weight_blocks(sw, codes, classes.size)
+        weightless = classes[mass * class_cost <= 0]
+        if weightless.size:
+            raise ValueError(
+                f"class {weightless.tolist()[0]!r} has zero total weight (sample_weight x class_weight); "
+                "every class in y needs a positive weight somewhere"
+            )
         positives = [1] if classes.size == 2 else list(range(classes.size))
         calib = []
 
@@ -294,7 +302,12 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
             unknown = set(self.class_weight) - set(classes.tolist())
             if unknown:
                 raise ValueError(f"class_weight names labels {sorted(unknown)!r} that are not in y")
-            return compute_class_weight(self.class_weight, classes=classes, y=classes)
+            weights = compute_class_weight(self.class_weight, classes=classes, y=classes)
+            bad = [c for c, w in zip(classes.tolist(), weights) if not np.isfinite(w) or w < 0]
+            if bad:
+                raise ValueError(f"class_weight must be finite and non-negative; label {bad[0]!r} has "
+                                 f"{self.class_weight[bad[0]]!r}")
+            return weights
         raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {self.class_weight!r}")
 
     # ------------------------------------------------------------------ predict

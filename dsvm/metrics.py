@@ -45,6 +45,9 @@ def evaluate(model, X, y=None) -> dict[str, Any]:
     dict with ``accuracy``, ``n_test``, ``confusion`` (rows: true class,
     columns: predicted), ``per_class`` and ``predict_seconds``.
     """
+    if not hasattr(model, "classes_"):
+        raise ValueError(f"evaluate reports classification metrics; a {type(model).__name__} is a regression model "
+                         "(its score method gives R²)")
     X, y = unpack_dataset(X, y)
     if y is None:
         raise ValueError("evaluate needs labels: pass y or a Dataset that holds them")

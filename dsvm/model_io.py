@@ -9,6 +9,8 @@ UTF-8 JSON document::
      "estimator": "NystroemSVC", "params": {...}, "kernel": {...},
      "fitted": {...scalars and small lists...}, "classes_kind": "..."}
 
+(``NystroemSVR`` files have no classes and ``"classes_kind": null``).
+
 Files are written to a temporary name next to the target and renamed, so a
 crash never leaves a half-written model under the target name.  Every array
 is checked for shape consistency on load; a corrupted, truncated or foreign
@@ -27,6 +29,8 @@ import numpy as np
 
 FORMAT = "dsvm-model"
 FORMAT_VERSION = 1
+ESTIMATORS = ("NystroemSVC", "NystroemSVR")
+CLASSES_KINDS = ("numeric", "str", "object-str")
 
 
 class ModelFileError(ValueError):
@@ -108,7 +112,7 @@ def save_model(model, path: str | os.PathLike) -> Path:
 
     Parameters
     ----------
-    model : NystroemSVC
+    model : NystroemSVC or NystroemSVR
         A fitted estimator.
     path : str or path-like
         Target file; written atomically.
@@ -121,10 +125,18 @@ def save_model(model, path: str | os.PathLike) -> Path:
 
     from . import __version__
 
+    if type(model).__name__ not in ESTIMATORS:
+        raise TypeError(f"save_model saves {' and '.join(ESTIMATORS)} models, got {type(model).__name__}")
     check_is_fitted(model)
     spec = model.feature_map_.spec
-    classes, classes_kind = _encode_classes(np.asarray(model.classes_))
-    params = {k: v for k, v in model.get_params(deep=False).items() if k != "random_state" or v is None or isinstance(v, int)}
+    is_classifier = hasattr(model, "classes_")
+    classes, classes_kind = _encode_classes(np.asarray(model.classes_)) if is_classifier else (None, None)
+    params = model.get_params(deep=False)
+    seed = params.get("random_state")
+    if isinstance(seed, np.integer):
+        params["random_state"] = int(seed)
+    elif seed is not None and not isinstance(seed, int):  # a RandomState: its state is not part of the model
+        del params["random_state"]
     params["dtype"] = np.dtype(params["dtype"]).name
     if isinstance(params.get("class_weight"), dict):
         params["class_weight"] = {"keys": list(params["class_weight"].keys()), "values": list(params["class_weight"].values())}
@@ -153,8 +165,9 @@ def save_model(model, path: str | os.PathLike) -> Path:
         "eigenvalues": model.feature_map_.eigenvalues,
         "coef": model.coef_,
         "intercept": model.intercept_,
-        "classes": classes,
     }
+    if is_classifier:
+        arrays["classes"] = classes
     if model.component_indices_ is not None:
         arrays["component_indices"] = np.asarray(model.component_indices_)
     if hasattr(model, "probA_"):
@@ -165,15 +178,16 @@ def save_model(model, path: str | os.PathLike) -> Path:
     return path
 
 
-def _check_shapes(path: Path, a: dict[str, np.ndarray], n_classes: int, n_features_in: int) -> None:
+def _check_arrays(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> None:
+    """Every array present, of a float dtype, with consistent shapes and finite values."""
     def bad(msg: str):
         raise ModelFileError(f"{path}: inconsistent model arrays: {msg}")
 
-    for name in ("components", "normalization", "eigenvalues", "coef", "intercept", "classes"):
+    for name in ("components", "normalization", "eigenvalues", "coef", "intercept"):
         if name not in a:
             bad(f"missing array {name!r}")
-        if a[name].dtype.kind not in "biufU":
-            bad(f"array {name!r} has unexpected dtype {a[name].dtype}")
+        if a[name].dtype.kind != "f":
+            bad(f"array {name!r} has dtype {a[name].dtype}, expected floating point")
     k, p = a["components"].shape if a["components"].ndim == 2 else bad("components must be 2-d")
     if p != n_features_in:
         bad(f"components have {p} columns but n_features_in_ is {n_features_in}")
@@ -182,48 +196,79 @@ def _check_shapes(path: Path, a: dict[str, np.ndarray], n_classes: int, n_featur
     r = a["normalization"].shape[0]
     if a["eigenvalues"].shape != (r,):
         bad(f"eigenvalues have shape {a['eigenvalues'].shape}, expected ({r},)")
-    m = 1 if n_classes == 2 else n_classes
+    m = n_problems
     if a["coef"].shape != (m, r):
         bad(f"coef has shape {a['coef'].shape}, expected ({m}, {r})")
     if a["intercept"].shape != (m,):
         bad(f"intercept has shape {a['intercept'].shape}, expected ({m},)")
-    if "component_indices" in a and a["component_indices"].shape != (k,):
-        bad(f"component_indices have shape {a['component_indices'].shape}, expected ({k},)")
+    if "component_indices" in a and (a["component_indices"].shape != (k,)
+                                     or a["component_indices"].dtype.kind not in "iu"):
+        bad(f"component_indices have shape {a['component_indices'].shape} and dtype "
+            f"{a['component_indices'].dtype}, expected ({k},) integers")
     if ("probA" in a) != ("probB" in a):
         bad("probA and probB must be stored together")
     for name in ("probA", "probB"):
-        if name in a and (a[name].shape != (m,) or not np.all(np.isfinite(a[name]))):
-            bad(f"{name} has shape {a[name].shape} or non-finite values, expected ({m},) finite")
+        if name in a and (a[name].shape != (m,) or a[name].dtype.kind != "f" or not np.all(np.isfinite(a[name]))):
+            bad(f"{name} has shape {a[name].shape}, dtype {a[name].dtype} or non-finite values, expected ({m},) finite")
     for name in ("components", "normalization", "eigenvalues", "coef", "intercept"):
         if not np.all(np.isfinite(a[name])):
             bad(f"array {name!r} holds NaN or infinity")
+    if np.any(a["eigenvalues"] <= 0):
+        bad("eigenvalues must be positive (the Nyström map keeps only positive ones)")
+
+
+def _check_classes(path: Path, a: dict[str, np.ndarray], kind) -> np.ndarray:
+    """The stored labels: 1-d, at least two, sorted and distinct (predictions index into them)."""
+    if kind not in CLASSES_KINDS:
+        raise ModelFileError(f"{path}: classes_kind {kind!r} is not one of {CLASSES_KINDS}")
+    if "classes" not in a:
+        raise ModelFileError(f"{path}: inconsistent model arrays: missing array 'classes'")
+    classes = a["classes"]
+    if classes.dtype.kind not in ("biuf" if kind == "numeric" else "U"):
+        raise ModelFileError(f"{path}: classes have dtype {classes.dtype}, which does not match classes_kind {kind!r}")
+    if classes.ndim != 1 or classes.size < 2:
+        raise ModelFileError(f"{path}: classes must be a 1-d array of at least two labels, got shape {classes.shape}")
+    if not np.array_equal(np.unique(classes), classes):
+        raise ModelFileError(f"{path}: classes must be sorted and distinct, got {classes.tolist()[:10]}")
+    return _decode_classes(classes, kind)
 
 
 def load_model(path: str | os.PathLike):
     """Load a model saved by :func:`save_model` (never executes code from the file).
 
+    Returns
+    -------
+    NystroemSVC or NystroemSVR
+        The estimator the file was saved from, fitted.
+
     Raises
     ------
     ModelFileError
-        If the file is missing, corrupted, foreign or its arrays are inconsistent.
+        If the file is missing, corrupted, foreign or its arrays or metadata are inconsistent.
     """
     from .estimator import NystroemSVC
     from .kernels import KernelSpec
     from .nystroem import FeatureMap
+    from .svr import NystroemSVR
 
     path = Path(path)
     meta, a = read_npz(path, FORMAT)
-    if meta.get("estimator") != "NystroemSVC":
+    if meta.get("estimator") not in ESTIMATORS:
         raise ModelFileError(f"{path}: estimator {meta.get('estimator')!r} is not supported by this dsvm version")
+    is_classifier = meta["estimator"] == "NystroemSVC"
     try:
         fitted = meta["fitted"]
-        classes = _decode_classes(a["classes"], meta["classes_kind"])
-        _check_shapes(path, a, classes.shape[0], int(fitted["n_features_in_"]))
+        classes = _check_classes(path, a, meta.get("classes_kind")) if is_classifier else None
+        n_problems = 1 if not is_classifier or classes.size == 2 else classes.size
+        _check_arrays(path, a, n_problems, int(fitted["n_features_in_"]))
         params = dict(meta["params"])
         if isinstance(params.get("class_weight"), dict) and "keys" in params["class_weight"]:
             cw = params["class_weight"]
             params["class_weight"] = dict(zip(cw["keys"], cw["values"]))
-        model = NystroemSVC(**params)
+        model = (NystroemSVC if is_classifier else NystroemSVR)(**params)
+        model._check_params()
+        if np.dtype(meta["dtype"]) not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype {meta['dtype']!r} is not float32 or float64")
         spec = KernelSpec.from_dict(meta["kernel"])
         fmap = FeatureMap(
             spec=spec,
@@ -237,7 +282,8 @@ def load_model(path: str | os.PathLike):
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"{path}: metadata is incomplete or invalid ({exc})") from None
     model.feature_map_ = fmap
-    model.classes_ = classes
+    if is_classifier:
+        model.classes_ = classes
     model.components_ = fmap.components
     model.normalization_ = fmap.normalization
     model.component_indices_ = a.get("component_indices")

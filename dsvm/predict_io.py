@@ -36,11 +36,11 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     X, _ = unpack_dataset(X)
     X_rb, checked = model._validate_predict_input(X)
     dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
-    classes = model.classes_
+    classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value
     binary = model.coef_.shape[0] == 1
 
     def convert(d: np.ndarray) -> np.ndarray:
-        if decision:
+        if decision or classes is None:
             return d[:, 0] if binary else d
         labels = classes[(d[:, 0] > 0).astype(int)] if binary else classes[np.argmax(d, axis=1)]
         return labels.astype(str) if labels.dtype.kind == "O" else labels
@@ -57,7 +57,8 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
                     shape = (n,) + values.shape[1:]
                     arr = zarr.create_array(str(tmp), shape=shape, dtype=values.dtype,
                                             chunks=(max(1, len(values)),) + values.shape[1:])
-                    arr.attrs.update({"kind": "decision" if decision else "labels", "n_rows": n})
+                    kind = "decision" if decision else ("labels" if classes is not None else "values")
+                    arr.attrs.update({"kind": kind, "n_rows": n})
                 arr[start : start + len(values)] = values
                 start += len(values)
         elif suffix == ".npy":

@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 
 from ._base import NystroemBase, unpack_dataset
-from ._validation import check_n_rows, check_positive
+from ._validation import check_n_rows, check_positive, check_sample_weight_blocks
 from .blockwise import aligned_vector, is_dask_array
 from .operator import SquaredEpsilonOperator
 
@@ -125,6 +125,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
             targets = targets.map_blocks(_as_float_block, None, np.float64)
             if targets.map_reduce(_finite_targets_block)[0] > 0:
                 raise ValueError("y contains NaN or infinity")
+        if sw is not None and check_sample_weight_blocks(sw)[0] <= 0:
+            raise ValueError("sample_weight is zero for every row; at least one row needs a positive weight")
 
         def make_operator(F, aligned, j):
             return SquaredEpsilonOperator(F, aligned[0], self.C, self.epsilon, aligned[1], self.fit_intercept)

@@ -127,3 +127,53 @@ def test_round_trip_keeps_platt_sigmoids(tmp_path):
     bad = _rewrite(tmp_path / "p.npz", tmp_path / "bad.npz", probA=np.ones(3))
     with pytest.raises(ModelFileError, match="probA"):
         load_model(bad)
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("dtype", dict(meta=lambda m: m.update(dtype="int8")), "not float32 or float64"),
+    ("classes 2-d", dict(classes=np.array([["in", "out"]])), "1-d array of at least two"),
+    ("one class", dict(classes=np.array(["in"])), "1-d array of at least two"),
+    ("unsorted", dict(classes=np.array(["out", "in"])), "sorted and distinct"),
+    ("repeated", dict(classes=np.array(["in", "in"])), "sorted and distinct"),
+    ("classes_kind", dict(meta=lambda m: m.update(classes_kind="pickle")), "classes_kind"),
+    ("kind mismatch", dict(classes=np.array([0, 1])), "does not match classes_kind"),
+    ("C", dict(meta=lambda m: m["params"].update(C="x")), "C must be a finite number"),
+    ("eigenvalues", dict(eigenvalues=None), "eigenvalues must be positive"),
+    ("bool coef", dict(coef=None), "expected floating point"),
+])
+def test_hand_edited_metadata_and_labels_are_refused(tmp_path, fitted, name, change, message):
+    """Edits that would load and then predict wrongly (swapped labels) or fail later are caught on load."""
+    model = fitted[0]
+    path = save_model(model, tmp_path / "m.npz")
+    if "eigenvalues" in change:
+        change = {"eigenvalues": -model.feature_map_.eigenvalues}
+    if "coef" in change:
+        change = {"coef": model.coef_ > 0}
+    with pytest.raises(ModelFileError, match=message):
+        load_model(_rewrite(path, tmp_path / "bad.npz", **change))
+
+
+def test_regression_model_round_trip(tmp_path):
+    from dsvm import NystroemSVR
+    from dsvm.predict_io import write_predictions
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 3))
+    t = np.sin(X[:, 0]) + 0.1 * rng.normal(size=200)
+    model = NystroemSVR(n_components=30, C=10.0, epsilon=0.05, random_state=np.int64(2)).fit(X, t)
+    loaded = load_model(save_model(model, tmp_path / "r.npz"))
+    assert type(loaded) is NystroemSVR
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    assert loaded.get_params() == model.get_params() and loaded.random_state == 2
+    assert not hasattr(loaded, "classes_")
+    write_predictions(loaded, X, tmp_path / "p.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), model.predict(X))
+
+
+def test_save_model_names_what_it_cannot_save(tmp_path):
+    from sklearn.svm import LinearSVC
+
+    X, y = make_circles_problem(n=60, seed=1)
+    with pytest.raises(TypeError, match="saves NystroemSVC and NystroemSVR models, got LinearSVC"):
+        save_model(LinearSVC().fit(X, y), tmp_path / "x.npz")
+    assert not (tmp_path / "x.npz").exists()

@@ -160,8 +160,14 @@ def test_checkpoint_of_other_data_or_parameters_is_refused(tmp_path, dataset):
     X2[17, 3] += 0.5
     with pytest.raises(dsvm.CheckpointMismatchError, match="other data"):
         dsvm.NystroemSVC(**{**PARAMS, "n_components": 40}, checkpoint=str(ckpt)).fit(X2, y)
+    sw = np.ones(len(y))
+    sw[42] = 2.0  # other weights are another problem: resuming would mix two models
+    with pytest.raises(dsvm.CheckpointMismatchError, match="other data"):
+        dsvm.NystroemSVC(**{**PARAMS, "n_components": 40}, checkpoint=str(ckpt)).fit(X, y, sample_weight=sw)
     # the right data and parameters resume and finish
-    done = dsvm.NystroemSVC(**{**PARAMS, "n_components": 40}, checkpoint=str(ckpt)).fit(X, y)
+    # (weights of one are the unweighted problem)
+    done = dsvm.NystroemSVC(**{**PARAMS, "n_components": 40}, checkpoint=str(ckpt)).fit(
+        X, y, sample_weight=np.ones(len(y)))
     fresh = dsvm.NystroemSVC(**{**PARAMS, "n_components": 40}).fit(X, y)
     np.testing.assert_allclose(done.coef_, fresh.coef_, rtol=1e-10, atol=1e-12)
     assert not ckpt.exists()

@@ -128,6 +128,41 @@ def test_bad_weights_are_reported():
         NystroemSVC(**_params()).fit(X, y, sample_weight=np.ones(len(y) + 1))
 
 
+@pytest.mark.parametrize("solver", ["newton", "tron", "dcd", "pegasos"])
+def test_weights_that_make_no_sense_are_refused_by_every_solver(solver):
+    """Negative, NaN (numpy or dask) or class-emptying weights are errors, not a silently wrong model."""
+    X, y = _imbalanced(seed=8)
+    est = NystroemSVC(**_params(solver=solver, tol=1e-4))
+    sw = np.ones(len(y))
+    sw[5] = -1.0
+    with pytest.raises(ValueError, match="non-negative; row 5 has a negative weight"):
+        clone(est).fit(X, y, sample_weight=sw)
+    sw[5], sw[9] = 1.0, np.nan
+    with pytest.raises(ValueError, match="NaN or infinity at row 9"):
+        clone(est).fit(da.from_array(X, chunks=(50, -1)), y, sample_weight=da.from_array(sw, chunks=50))
+    sw = np.where(y == y.max(), 0.0, 1.0)
+    with pytest.raises(ValueError, match=f"class {int(y.max())} has zero total weight"):
+        clone(est).fit(X, y, sample_weight=sw)
+    for bad in (-1.0, np.nan):
+        with pytest.raises(ValueError, match="class_weight must be finite and non-negative"):
+            clone(est).set_params(class_weight={y.min(): bad}).fit(X, y)
+    with pytest.raises(ValueError, match="zero total weight"):
+        clone(est).set_params(class_weight={y.min(): 0.0}).fit(X, y)
+
+
+def test_svr_refuses_negative_or_all_zero_weights():
+    from dsvm import NystroemSVR
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(120, 3))
+    t = X[:, 0] ** 2
+    with pytest.raises(ValueError, match="row 3 has a negative weight"):
+        NystroemSVR(n_components=20, random_state=0).fit(X, t, sample_weight=np.where(np.arange(120) == 3, -2.0, 1.0))
+    with pytest.raises(ValueError, match="zero for every row|non-zero"):
+        NystroemSVR(n_components=20, random_state=0).fit(da.from_array(X, chunks=(40, -1)), t,
+                                                          sample_weight=da.zeros(120, chunks=40))
+
+
 @pytest.mark.data
 def test_balanced_class_weight_improves_balanced_accuracy_on_w8a():
     """w8a is 97 % negative: the unweighted model under-predicts the positives."""

@@ -32,8 +32,12 @@ from .newton import SolverResult
 
 
 def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 1000,
-                            intercept_scaling: float = 1.0, label: str = "") -> SolverResult:
-    """LIBLINEAR DCD for the L2-loss SVM on a :class:`~dsvm.operator.SquaredHingeOperator`."""
+                            intercept_scaling: float = 1.0, random_state: int | None = None,
+                            label: str = "") -> SolverResult:
+    """LIBLINEAR DCD for the L2-loss SVM on a :class:`~dsvm.operator.SquaredHingeOperator`.
+
+    ``random_state`` seeds LIBLINEAR's order of coordinates (None: numpy's global generator).
+    """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
@@ -44,7 +48,7 @@ def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         svc = LinearSVC(C=1.0, loss="squared_hinge", dual=True, tol=tol, max_iter=max_iter,
-                        fit_intercept=op.fit_intercept, intercept_scaling=s).fit(
+                        fit_intercept=op.fit_intercept, intercept_scaling=s, random_state=random_state).fit(
             np.asarray(F, dtype=np.float64), y, sample_weight=c)
     converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     w = svc.coef_[0]

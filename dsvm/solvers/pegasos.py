@@ -11,7 +11,8 @@ mini-batch ``A_t``, sets ``η_t = 1 / (λ t)`` and
     w ← (1 − η_t λ) w + η_t / |A_t| Σ_{i ∈ A_t, margin < 1} (c_i / C) y_i f_i,
 
 then projects ``w`` onto the ball of radius ``sqrt(max_i(c_i / C) / λ)``.  The
-bias is an unregularised coordinate moved by the same sub-gradient step.
+bias (with ``fit_intercept``; else it stays 0) is an unregularised coordinate
+moved by the same sub-gradient step.
 Epochs visit the blocks in a random order and the rows of a block in a random
 order (a sequential chain of tasks on a cluster; see
 :meth:`dsvm.blockwise.RowBlocks.fold`).
@@ -51,7 +52,8 @@ def pegasos_block(F, codes, sample_weight, state, params):
         if viol.any():
             s = (weight[idx] * y[idx])[viol]
             w += (eta / idx.size) * (Fb[viol].T.astype(np.float64) @ s)
-            b += (eta / idx.size) * float(s.sum())
+            if params["fit_intercept"]:
+                b += (eta / idx.size) * float(s.sum())
         norm = np.linalg.norm(w)
         if norm > radius:
             w *= radius / norm
@@ -69,6 +71,7 @@ def pegasos(op, dim: int, *, C: float, n_epochs: int = 5, batch_size: int = 64, 
     params = {
         "lam": 1.0 / (C * n), "C": float(C), "batch_size": int(batch_size), "positive": op.fixed_params["positive"],
         "class_cost": class_cost, "max_weight": float(np.max(class_cost) / C), "seed": 0 if random_state is None else int(random_state),
+        "fit_intercept": bool(op.fit_intercept),
     }
     if sw is not None:
         params["max_weight"] *= float(sw.map_reduce(_max_block, combine=max))
