@@ -503,9 +503,13 @@ class NystroemBase(BaseEstimator):
         if is_dask_array(X):
             check_dask_X(X)
             if X.shape[1] != self.n_features_in_:
+                # a LIBSVM test file often lacks the training file's last feature columns
+                hint = (f"; a sparse (LIBSVM) file read alone stops at its highest feature: ingest it with "
+                        f"n_features={self.n_features_in_} (CLI: --n-features {self.n_features_in_})"
+                        if X.shape[1] < self.n_features_in_ else "")
                 raise ValueError(
                     f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                    f"{self.n_features_in_} features as input"
+                    f"{self.n_features_in_} features as input{hint}"
                 )
             return as_row_blocks(X, 0), False
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -45,6 +46,9 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
+    from ._base import ESTIMATOR_LANDMARKS
+    from .operator import FEATURE_STORES
+
     g = p.add_argument_group("model")
     g.add_argument("-C", type=float, default=1.0, help="cost of the squared hinge loss (default 1)")
     g.add_argument("--gamma", default="scale", help="kernel gamma: a number, 'scale' or 'auto' (default scale)")
@@ -52,13 +56,14 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--kernel", default="rbf", choices=["rbf", "poly", "sigmoid", "linear"])
     g.add_argument("--degree", type=int, default=3)
     g.add_argument("--coef0", type=float, default=0.0)
-    g.add_argument("--landmarks", default="uniform", choices=["uniform", "kmeans"])
+    g.add_argument("--landmarks", default="uniform", choices=list(ESTIMATOR_LANDMARKS),
+                   help="uniform rows, k-means centres, or rows active under a smaller model (default uniform)")
     g.add_argument("--hessian", default="auto", choices=["auto", "gram", "cg"])
     g.add_argument("--tol", type=float, default=1e-4)
     g.add_argument("--max-iter", type=int, default=100)
     g.add_argument("--class-weight", choices=["balanced"], default=None)
     g.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    g.add_argument("--feature-store", default="auto", choices=["auto", "memory", "recompute"])
+    g.add_argument("--feature-store", default="auto", choices=list(FEATURE_STORES))
     g.add_argument("--random-state", type=int, default=0)
 
 
@@ -100,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="input file (.gz/.xz/.bz2 are read transparently)")
     p.add_argument("target", help="zarr dataset to create")
     p.add_argument("--format", choices=["libsvm", "csv", "npy"], default=None, help="default: from the file name")
+    p.add_argument("--labels", metavar="NPY", default=None, help="labels of an .npy source: a 1-d .npy file")
     p.add_argument("--n-features", type=int, default=None)
     p.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto")
     dense = p.add_mutually_exclusive_group()
@@ -218,6 +224,15 @@ def _gamma(text: str):
         raise UserError(f"--gamma must be a number, 'scale' or 'auto', got {text!r}") from None
 
 
+def _check_writable_target(path: str, option: str) -> None:
+    """Fail before the work, not after it, when an output file could not be written."""
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise UserError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"{option} {path}: folder {folder} is not writable")
+
+
 def cmd_train(args) -> int:
     from .estimator import NystroemSVC
     from .model_io import save_model
@@ -243,6 +258,7 @@ def cmd_train(args) -> int:
             raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
     if not Path(args.data).exists():
         raise UserError(f"{args.data}: no such file or dataset")
+    _check_writable_target(args.model, "--model")
     with tempfile.TemporaryDirectory(prefix="dsvm-") as tmp, _connect(args):
         ds = _open_data(args.data, tmp)
         t0 = time.perf_counter()
@@ -296,6 +312,7 @@ def cmd_predict(args) -> int:
     from .model_io import load_model
     from .predict_io import write_predictions
 
+    _check_writable_target(args.out, "--out")
     model = load_model(args.model)
     ds = _open_data(args.data)
     with _connect(args):
@@ -305,15 +322,17 @@ def cmd_predict(args) -> int:
 
 
 def cmd_ingest(args) -> int:
+    import numpy as np
+
     from . import io
 
     zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
-    kwargs: dict[str, Any] = dict(format=args.format, n_features=args.n_features, zero_based=zero_based,
+    kwargs: dict[str, Any] = dict(format=args.format, y=args.labels, n_features=args.n_features, zero_based=zero_based,
                                   dense=args.dense, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
                                   progress=not args.no_progress and not args.quiet)
     ds = io.ingest(args.source, args.target, **kwargs)
     logger.info("%s: %d rows x %d features (%s), classes %s", args.target, ds.n_samples, ds.n_features,
-                "sparse" if ds.sparse else "dense", list(ds.classes)[:10])
+                "sparse" if ds.sparse else "dense", np.asarray(ds.classes)[:10].tolist())
     return 0
 
 

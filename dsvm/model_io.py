@@ -81,6 +81,9 @@ def read_npz(path: Path, expected_format: str) -> tuple[dict, dict[str, np.ndarr
     path = Path(path)
     if not path.exists():
         raise ModelFileError(f"{path}: no such file")
+    if path.is_dir() or not zipfile.is_zipfile(path):
+        # np.load would try anything else as a pickle (and suggest allowing it)
+        raise ModelFileError(f"{path}: not a dsvm {expected_format.split('-')[-1]} file (not an .npz archive)")
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {name: z[name] for name in z.files}

@@ -70,6 +70,53 @@ def test_user_errors_are_one_line(tmp_path, capsys):
     assert "--search" in capsys.readouterr().err
 
 
+def test_npy_ingest_active_landmarks_and_early_errors(tmp_path, libsvm_files, capsys):
+    X, y = make_circles_problem(n=300, seed=9)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    assert _run("ingest", tmp_path / "X.npy", tmp_path / "x.zarr", "--labels", tmp_path / "y.npy", "--no-progress") == 0
+    assert _run("ingest", tmp_path / "X.npy", tmp_path / "x.zarr", "--labels", tmp_path / "y.npy") == 1
+    assert "--overwrite" in capsys.readouterr().err
+    # a bad output folder is an error before any training, naming the folder
+    assert _run("train", tmp_path / "x.zarr", "--model", tmp_path / "no" / "m.npz") == 1
+    assert f"folder {tmp_path / 'no'} does not exist" in capsys.readouterr().err
+    assert _run("train", tmp_path / "x.zarr", "--model", tmp_path / "m.npz", "-k", 40, "--gamma", 0.3,
+                "--landmarks", "active", "--workers", 1) == 0
+    assert dsvm.load_model(tmp_path / "m.npz").landmarks == "active"
+    # a LIBSVM test file read alone is one feature short: the error says how to ingest it
+    train, test = libsvm_files
+    with open(test) as f:
+        lines = [" ".join(t for t in line.split() if not t.startswith("5:")) for line in f]
+    (tmp_path / "short.libsvm").write_text("\n".join(lines) + "\n")
+    assert _run("ingest", tmp_path / "short.libsvm", tmp_path / "short.zarr", "--no-progress") == 0
+    assert _run("ingest", train, tmp_path / "tr.zarr", "--no-progress") == 0
+    assert _run("train", tmp_path / "tr.zarr", "--model", tmp_path / "m5.npz", "-k", 30, "--workers", 1) == 0
+    capsys.readouterr()
+    assert _run("evaluate", tmp_path / "m5.npz", tmp_path / "short.zarr", "--workers", 1) == 1
+    assert "--n-features 5" in capsys.readouterr().err
+    # a text file is not a model, and the message does not suggest unpickling it
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    assert _run("info", tmp_path / "x.csv") == 1
+    err = capsys.readouterr().err
+    assert "not an .npz archive" in err and "pickle" not in err
+
+
+def test_regression_model_from_python_predicts_from_the_cli(tmp_path, capsys):
+    X, y = make_circles_problem(n=200, seed=10)
+    t = X[:, 0] + X[:, 1] ** 2
+    svr = dsvm.NystroemSVR(n_components=30, C=10.0, random_state=0).fit(X, t)
+    dsvm.save_model(svr, tmp_path / "r.npz")
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "t.npy", t)
+    assert _run("ingest", tmp_path / "X.npy", tmp_path / "x.zarr", "--labels", tmp_path / "t.npy", "--no-progress") == 0
+    assert _run("predict", tmp_path / "r.npz", tmp_path / "x.zarr", "--out", tmp_path / "p.npy", "--workers", 1) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "p.npy"), svr.predict(X), rtol=1e-5, atol=1e-6)
+    assert _run("evaluate", tmp_path / "r.npz", tmp_path / "x.zarr", "--workers", 1) == 1
+    assert "regression model" in capsys.readouterr().err
+    assert _run("info", tmp_path / "r.npz") == 0
+    assert json.loads(capsys.readouterr().out)["estimator"] == "NystroemSVR"
+
+
 def test_pipeline_with_a_search_step(tmp_path):
     spec = tmp_path / "p.yaml"
     spec.write_text(f"""

@@ -30,7 +30,7 @@ def check_target(target: str | os.PathLike, overwrite: bool) -> Path:
     """The target as an absolute path; ``FileExistsError`` if it exists and ``overwrite`` is False."""
     path = Path(target).expanduser().absolute()
     if (path.exists() or path.is_symlink()) and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it")
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (on the command line: --overwrite) to replace it")
     return path
 
 
@@ -55,7 +55,7 @@ def _commit(store: Path, path: Path, overwrite: bool, work: Path) -> None:
     previous = None
     if path.exists() or path.is_symlink():
         if not overwrite:
-            raise FileExistsError(f"{path} appeared while it was being written; pass overwrite=True to replace it")
+            raise FileExistsError(f"{path} appeared while it was being written; pass overwrite=True (--overwrite) to replace it")
         previous = work / "previous"
         os.rename(path, previous)
     try:

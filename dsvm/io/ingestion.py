@@ -417,6 +417,8 @@ def ingest(
         raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
     dtype = check_dtype(dtype)
     fmt = _resolve_format(source, format, y)
+    if y is not None and fmt in ("libsvm", "csv"):
+        raise ValueError(f"{source}: y (--labels) is for .npy sources; a {fmt} file carries its own labels")
     check_target(target, overwrite)
     common = {"dense": dense, "chunk_rows": chunk_rows, "chunk_bytes": chunk_bytes, "dtype": dtype}
 
