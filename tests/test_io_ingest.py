@@ -206,6 +206,10 @@ def test_csv_errors(tmp_path):
     src.write_bytes(b"1,2,0\n1,2\n")
     with pytest.raises(ValueError, match=r"bad\.csv:2: expected 3 fields, found 2"):
         ingest(src, tmp_path / "d.zarr")
+    for bad in (b"nan", b"inf", b"-Infinity"):
+        src.write_bytes(b"1,2,0\n3,4,1\n# note\n5," + bad + b",0\n")
+        with pytest.raises(ValueError, match=r"^bad\.csv:4: '" + bad.decode() + r"' \(field 2\) is not a finite number"):
+            ingest(src, tmp_path / "d.zarr")
     assert sorted(os.listdir(tmp_path)) == ["bad.csv"]
 
 

@@ -1,8 +1,8 @@
 """Blocks of delimited text (CSV / TSV) with one label column.
 
-Numbers only: every field of every non-blank line must parse as a float (no
-quotes, no missing values), all lines have the same number of fields, and
-``#`` starts a comment.  A block is parsed with ``numpy.loadtxt``; when that
+Numbers only: every field of every non-blank line must parse as a finite
+float (no quotes, no missing values, no NaN or infinity), all lines have the
+same number of fields, and ``#`` starts a comment.  A block is parsed with ``numpy.loadtxt``; when that
 fails, :func:`locate_csv_error` finds and describes the first bad line.
 """
 
@@ -56,7 +56,8 @@ def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None) ->
         err = ValueError(message)
         err.line = line  # type: ignore[attr-defined]
         raise err from None
-    if n_columns is not None and arr.shape[1] != n_columns:
+    # NaN and infinity parse as floats, but a dataset must hold finite values (as LIBSVM files must)
+    if (n_columns is not None and arr.shape[1] != n_columns) or not np.isfinite(arr).all():
         line, message = locate_csv_error(raw, delimiter, n_columns)
         err = ValueError(message)
         err.line = line  # type: ignore[attr-defined]
@@ -77,9 +78,11 @@ def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None) -
         if len(fields) != n_columns:
             return lineno, f"expected {n_columns} fields, found {len(fields)} in line {shown!r}"
         for col, field in enumerate(fields, start=1):
+            text = field.decode("utf-8", "replace")
             try:
-                float(field)
+                value = float(field)
             except ValueError:
-                text = field.decode("utf-8", "replace")
                 return lineno, f"cannot parse {text!r} (field {col}) in line {shown!r}"
+            if not np.isfinite(value):
+                return lineno, f"{text!r} (field {col}) is not a finite number in line {shown!r}"
     return 1, "cannot parse this block"
