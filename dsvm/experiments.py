@@ -741,8 +741,10 @@ def paper_config(spec: dict[str, Any]) -> dict[str, Any]:
             cfg[key].update(value)
         else:
             cfg[key] = value
-    if isinstance(cfg["datasets"], str):
-        cfg["datasets"] = [d.strip() for d in cfg["datasets"].split(",") if d.strip()]
+    # `--set datasets=a9a,w8a` or `--set parts=table3` arrive as one string
+    for key in ("datasets", "parts"):
+        if isinstance(cfg[key], str):
+            cfg[key] = [d.strip() for d in cfg[key].split(",") if d.strip()]
     unknown = [d for d in cfg["datasets"] if d not in PAPER_DATASETS]
     if unknown:
         raise ValueError(f"experiments.paper.datasets: unknown {unknown}; known: {list(PAPER_DATASETS)}")

@@ -162,6 +162,9 @@ def test_paper_pipeline_file_loads_with_overrides():
     assert spec["kind"] == "paper" and spec["output"] == "/tmp/x"
     cfg = ex.paper_config(spec)
     assert cfg["repeats"] == 2 and cfg["quick"] is True and cfg["datasets"] == ["splice"]
+    # a single string is one item (or a comma list), not its letters
+    cfg = ex.paper_config(load_pipeline(REPO / "pipelines" / "paper.yaml", ["parts=table3", "datasets=a9a,w8a"]))
+    assert cfg["parts"] == ["table3"] and cfg["datasets"] == ["a9a", "w8a"]
     with pytest.raises(PipelineError, match="kind"):
         load_pipeline({"kind": "papers"})
 

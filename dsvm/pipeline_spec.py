@@ -1,0 +1,410 @@
+"""Pipeline files: read the YAML, apply ``--set`` overrides, substitute ``${...}`` and check it all.
+
+Every key, at every level, is checked when a pipeline is loaded (a typo such
+as ``model: parms:`` is an error naming ``model.parms``), and so are the model
+parameters, the search grid and the paper experiments' settings; the inputs
+(and Clarabel, for the paper's structure benchmark) are checked before a run
+writes anything.  Nothing here reads data or talks to Dask: :mod:`dsvm.pipeline`
+runs what this module has checked.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PIPELINE_KEYS = {"name", "description", "kind", "params", "output", "data", "model", "experiments", "report"}
+KINDS = ("train", "paper")
+ESTIMATORS = ("NystroemSVC",)
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+# the keys each section may hold: exactly what run_pipeline (or dsvm.experiments) reads
+PAPER_TOP_KEYS = PIPELINE_KEYS - {"data", "model"}
+DATA_KEYS = {"train", "test", "split"}
+SPLIT_KEYS = {"test_fraction", "random_state"}
+MODEL_KEYS = {"estimator", "params", "search"}
+SEARCH_KEYS = {"grid", "cv", "scoring"}
+TRAIN_EXPERIMENT_KEYS = {"accuracy_vs_k"}
+PAPER_EXPERIMENT_KEYS = {"paper"}
+REPORT_KEYS = {"plots"}
+DATA_SOURCES = ("source", "zarr", "generate")
+# set by the pipeline itself when it ingests or generates, so not an option of a data entry
+_FIXED_IO_ARGS = {"source", "target", "path", "overwrite"}
+
+class PipelineError(ValueError):
+    """A pipeline file is malformed."""
+
+
+def _substitute(value: Any, params: dict[str, Any], where: str) -> Any:
+    if isinstance(value, str):
+        def repl(m):
+            key = m.group(1)
+            if key not in params:
+                raise PipelineError(f"{where}: ${{{key}}} is not defined under 'params' (or --set {key}=...)")
+            return str(params[key])
+
+        full = _VAR.fullmatch(value)
+        if full and full.group(1) in params and not isinstance(params[full.group(1)], str):
+            return params[full.group(1)]
+        return _VAR.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, params, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, params, where) for v in value]
+    return value
+
+
+def _parse_override(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise PipelineError(f"--set {text!r}: expected key=value")
+    key, raw = text.split("=", 1)
+    return key.strip(), yaml.safe_load(raw)
+
+
+def _referenced(value: Any) -> set[str]:
+    """Names used as ``${NAME}`` anywhere in ``value``."""
+    if isinstance(value, str):
+        return set(_VAR.findall(value))
+    if isinstance(value, dict):
+        return set().union(*(_referenced(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_referenced(v) for v in value))
+    return set()
+
+
+def _apply_overrides(spec: dict[str, Any], params: dict[str, Any], overrides: list[str], where: str) -> None:
+    """``--set KEY=VALUE``: a parameter (used as ``${KEY}`` or under ``params``), else a top-level key.
+
+    A key that nothing reads is refused: a typo such as ``data_dri`` would otherwise be ignored.
+    """
+    used = _referenced({k: v for k, v in spec.items() if k != "params"})
+    for text in overrides:
+        key, value = _parse_override(text)
+        if key in used or key in params:
+            params[key] = value
+        elif key in PIPELINE_KEYS - {"params"}:
+            spec[key] = value
+        else:
+            raise PipelineError(
+                f"{where}: --set {key}=...: {key!r} is neither a parameter of this pipeline "
+                f"({', '.join(sorted(used | set(params))) or 'none'}) nor a top-level key "
+                f"({', '.join(sorted(PIPELINE_KEYS - {'params'}))})")
+
+
+def _read_spec(path: str | Path | dict) -> tuple[str, dict[str, Any]]:
+    """``(where, spec)``: a copy of a dict, or a YAML file parsed."""
+    if isinstance(path, dict):
+        return "pipeline", copy.deepcopy(path)
+    p = Path(path)
+    if not p.exists():
+        raise PipelineError(f"{p}: pipeline file not found")
+    try:
+        spec = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise PipelineError(f"{p}: not valid YAML ({exc})") from None
+    if not isinstance(spec, dict):
+        raise PipelineError(f"{p}: expected a mapping at the top level")
+    return str(p), spec
+
+
+def load_pipeline(path: str | Path | dict, overrides: list[str] | None = None) -> dict[str, Any]:
+    """Read a pipeline, apply ``--set`` overrides, substitute ``${...}`` and check it.
+
+    Parameters
+    ----------
+    path : str, pathlib.Path or dict
+        A YAML pipeline file, or the pipeline as a dict (copied, not changed).
+    overrides : list of str, optional
+        ``KEY=VALUE`` items (values parsed as YAML): a parameter used as
+        ``${KEY}`` or declared under ``params``, else a top-level key.
+
+    Returns
+    -------
+    dict
+        The resolved pipeline, with ``kind``, ``name`` and ``output`` filled in.
+
+    Raises
+    ------
+    PipelineError
+        For malformed YAML, an unknown key at any level (naming its path, e.g.
+        ``model.parms``), an override that nothing reads, an undefined
+        ``${...}``, or model parameters the estimator refuses.  Nothing is
+        read or written besides the pipeline file.
+    """
+    where, spec = _read_spec(path)
+    _check_keys(spec, PIPELINE_KEYS, "", where)
+    params = _check_keys(spec.get("params"), None, "params", where)
+    params = dict(params)
+    _apply_overrides(spec, params, overrides or [], where)
+    resolved = _substitute({k: v for k, v in spec.items() if k != "params"}, params, where)
+    resolved["params"] = params
+    resolved.setdefault("kind", "train")
+    resolved.setdefault("name", Path(where).stem)
+    resolved.setdefault("output", f"reports/{resolved['name']}")
+    if resolved["kind"] == "train":
+        resolved.setdefault("model", {})
+    check_pipeline(resolved, where)
+    return resolved
+
+
+# --------------------------------------------------------------------------- checks (no data read)
+def _check_keys(value: Any, allowed: set[str] | None, path: str, where: str) -> dict[str, Any]:
+    """``value`` as a mapping (``None``: empty) whose keys are all in ``allowed`` (``None``: any)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise PipelineError(f"{where}: {path or 'the top level'} must be a mapping, got {value!r}")
+    unknown = sorted(str(k) for k in value if allowed is not None and k not in allowed)
+    if unknown:
+        named = ", ".join(f"{path}.{k}" if path else k for k in unknown)
+        place = f"under {path}" if path else "at the top level"
+        raise PipelineError(f"{where}: unknown key {named}; allowed {place}: {', '.join(sorted(allowed))}")
+    return value
+
+
+def _kwarg_names(func) -> tuple[set[str], set[str]]:
+    """``(all, required)`` keyword names of ``func``, less the ones the pipeline sets itself."""
+    import inspect
+
+    sig = inspect.signature(func).parameters.values()
+    named = [p for p in sig if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in _FIXED_IO_ARGS]
+    return {p.name for p in named}, {p.name for p in named if p.default is p.empty}
+
+
+def _check_data_entry(entry: Any, path: str, where: str) -> None:
+    """One of ``{source: FILE, <ingest options>}``, ``{zarr: DIR}`` or ``{generate: {...}}``."""
+    from .io import ingest, make_classification_zarr
+
+    if not isinstance(entry, dict):
+        raise PipelineError(f"{where}: {path} must be a mapping with 'source', 'zarr' or 'generate', got {entry!r}")
+    given = [k for k in DATA_SOURCES if k in entry]
+    if len(given) != 1:
+        raise PipelineError(f"{where}: {path}: give exactly one of 'source' (a file to ingest), 'zarr' (a dataset) "
+                            f"or 'generate' (synthetic data), got {sorted(map(str, entry))}")
+    if given[0] == "source":
+        _check_keys(entry, {"source"} | _kwarg_names(ingest)[0], path, where)
+    elif given[0] == "zarr":
+        _check_keys(entry, {"zarr"}, path, where)
+    else:
+        _check_keys(entry, {"generate"}, path, where)
+        allowed, required = _kwarg_names(make_classification_zarr)
+        opts = _check_keys(entry["generate"], allowed, f"{path}.generate", where)
+        missing = sorted(required - set(opts))
+        if missing:
+            raise PipelineError(f"{where}: {path}.generate needs {', '.join(missing)}")
+
+
+def _check_data(data: Any, where: str) -> None:
+    data = _check_keys(data, DATA_KEYS, "data", where)
+    if "train" not in data:
+        raise PipelineError(f"{where}: 'data: train:' is required")
+    _check_data_entry(data["train"], "data.train", where)
+    if data.get("test") is not None:
+        _check_data_entry(data["test"], "data.test", where)
+    split = data.get("split")
+    if split is None:
+        return
+    if data.get("test"):
+        raise PipelineError(f"{where}: data: give either 'test' or 'split', not both")
+    split = _check_keys(split, SPLIT_KEYS, "data.split", where)
+    try:
+        fraction = float(split.get("test_fraction", 0.2))
+    except (TypeError, ValueError):
+        fraction = float("nan")
+    if not 0.0 < fraction < 1.0:
+        raise PipelineError(f"{where}: data.split.test_fraction must be between 0 and 1, got "
+                            f"{split.get('test_fraction')!r}")
+
+
+def _estimator(params: dict[str, Any], path: str, where: str):
+    """The pipeline's NystroemSVC with ``params``, its parameters checked as ``fit`` checks them."""
+    from .estimator import NystroemSVC
+
+    allowed = set(NystroemSVC._get_param_names())
+    _check_keys(params, allowed, path, where)
+    try:
+        est = NystroemSVC(**params)
+        est._check_params()
+    except (TypeError, ValueError) as exc:
+        raise PipelineError(f"{where}: {path}: {exc}") from None
+    return est
+
+
+def _search_grid(search: dict[str, Any], where: str) -> dict[str, list]:
+    """``model.search.grid`` parsed as ``dsvm train --search`` parses its items (``k`` is ``n_components``)."""
+    from .estimator import NystroemSVC
+    from .search import ALIASES, parse_search_args
+
+    grid = search.get("grid")
+    if not isinstance(grid, dict) or not grid:
+        raise PipelineError(f"{where}: model.search.grid must be a mapping such as "
+                            "{C: [1, 10], gamma: [0.01, 0.05]}")
+    _check_keys(grid, set(NystroemSVC._get_param_names()) | set(ALIASES), "model.search.grid", where)
+    try:
+        return parse_search_args([f"{k}={','.join(str(v) for v in (vs if isinstance(vs, list) else [vs]))}"
+                                  for k, vs in grid.items()])
+    except ValueError as exc:
+        raise PipelineError(f"{where}: model.search.grid: {exc}") from None
+
+
+def _check_search(search: Any, params: dict[str, Any], where: str) -> None:
+    """Grid names and values, ``cv`` and ``scoring`` as NystroemSVCCV will take them."""
+    from sklearn.model_selection import ParameterGrid
+
+    from .search import NystroemSVCCV
+
+    search = _check_keys(search, SEARCH_KEYS, "model.search", where)
+    grid = _search_grid(search, where)
+    cv = search.get("cv", 5)
+    if isinstance(cv, bool) or not isinstance(cv, int) or cv < 2:
+        raise PipelineError(f"{where}: model.search.cv must be an integer of at least 2, got {cv!r}")
+    try:
+        NystroemSVCCV(grid, cv=cv, scoring=search.get("scoring", "accuracy"))._check_search_params()
+    except ValueError as exc:
+        raise PipelineError(f"{where}: model.search.scoring: {exc}") from None
+    for point in ParameterGrid(grid):
+        _estimator({**params, **point}, "model.search.grid", where)
+
+
+def _check_model(model: Any, where: str) -> dict[str, Any]:
+    """``model:`` keys, the estimator, its parameters and the search step; returns the parameters."""
+    model = _check_keys(model, MODEL_KEYS, "model", where)
+    if model.get("estimator", "NystroemSVC") not in ESTIMATORS:
+        raise PipelineError(f"{where}: model estimator {model.get('estimator')!r} unknown; choose one of {ESTIMATORS}")
+    params = dict(_check_keys(model.get("params"), None, "model.params", where))
+    _estimator(params, "model.params", where)
+    if model.get("search") is not None:
+        _check_search(model["search"], params, where)
+    return params
+
+
+def _check_train_experiments(experiments: Any, params: dict[str, Any], where: str) -> None:
+    experiments = _check_keys(experiments, TRAIN_EXPERIMENT_KEYS, "experiments", where)
+    ks = experiments.get("accuracy_vs_k")
+    if ks is None:
+        return
+    if not isinstance(ks, list):
+        raise PipelineError(f"{where}: experiments.accuracy_vs_k must be a list of k, got {ks!r}")
+    for k in ks:
+        _estimator({**params, "n_components": k}, "experiments.accuracy_vs_k", where)
+
+
+def _check_paper(spec: dict[str, Any], where: str) -> dict[str, Any]:
+    """Every key of ``experiments: paper:`` against :data:`dsvm.experiments.DEFAULTS`; returns its config."""
+    from .experiments import DEFAULTS, PAPER_DATASETS, _dataset_settings, paper_config
+
+    _check_keys(spec, PAPER_TOP_KEYS, "", where)
+    experiments = _check_keys(spec.get("experiments"), PAPER_EXPERIMENT_KEYS, "experiments", where)
+    section = _check_keys(experiments.get("paper"), set(DEFAULTS), "experiments.paper", where)
+    # paper_config merges these sections key by key over the defaults: a misspelt key would be kept, unread
+    for key, default in DEFAULTS.items():
+        if isinstance(default, dict) and key != "dataset_options":
+            _check_keys(section.get(key), set(default), f"experiments.paper.{key}", where)
+    options = _check_keys(section.get("dataset_options"), set(PAPER_DATASETS),
+                          "experiments.paper.dataset_options", where)
+    try:
+        cfg = paper_config(spec)
+        for name, opts in options.items():
+            _check_keys(opts, None, f"experiments.paper.dataset_options.{name}", where)
+            _dataset_settings(cfg, name)  # the per-data-set keys (gamma, k, k_grid, table4_k, table4_landmarks)
+    except (TypeError, ValueError) as exc:
+        raise PipelineError(f"{where}: {exc}") from None
+    if cfg["structure"]["dataset"] not in PAPER_DATASETS:  # else a KeyError after all other experiments
+        raise PipelineError(f"{where}: experiments.paper.structure.dataset {cfg['structure']['dataset']!r} unknown; "
+                            f"choose one of {', '.join(PAPER_DATASETS)}")
+    return cfg
+
+
+def check_pipeline(spec: dict[str, Any], where: str = "pipeline") -> None:
+    """Check a resolved pipeline without reading data or writing anything.
+
+    Parameters
+    ----------
+    spec : dict
+        A pipeline as :func:`load_pipeline` returns it.
+    where : str, default="pipeline"
+        Prefix of the error messages (the pipeline file).
+
+    Raises
+    ------
+    PipelineError
+        An unknown key anywhere (the message names its path and the allowed
+        keys), a malformed section, or model parameters (also those of the
+        search grid and of ``accuracy_vs_k``) that the estimator refuses.
+    """
+    kind = spec.get("kind", "train")
+    if kind not in KINDS:
+        raise PipelineError(f"{where}: kind {kind!r} unknown; choose one of {KINDS}")
+    _check_keys(spec, PIPELINE_KEYS, "", where)
+    _check_keys(spec.get("report"), REPORT_KEYS, "report", where)
+    if kind == "paper":
+        _check_paper(spec, where)
+        return
+    _check_data(spec.get("data"), where)
+    params = _check_model(spec.get("model"), where)
+    _check_train_experiments(spec.get("experiments"), params, where)
+
+
+
+# --------------------------------------------------------------------------- inputs, before any work
+def _local_path(value: Any) -> Path | None:
+    """A local file named in the pipeline (``None`` for URLs and in-memory sources)."""
+    if isinstance(value, (str, Path)) and "://" not in str(value):
+        return Path(value)
+    return None
+
+
+def _train_inputs(spec: dict[str, Any]) -> list[tuple[str, Path]]:
+    """``(key path, file)`` of every local file or dataset a ``kind: train`` pipeline reads."""
+    found = []
+    for role in ("train", "test"):
+        entry = spec["data"].get(role) or {}
+        names: list[tuple[str, Any]] = [("zarr", entry["zarr"])] if "zarr" in entry else []
+        if "source" in entry:
+            src = entry["source"]
+            names += [("source", s) for s in (src if isinstance(src, (list, tuple)) else [src])]
+            names += [("y", entry["y"])] if entry.get("y") is not None else []
+        found += [(f"data.{role}.{key}", p) for key, v in names if (p := _local_path(v)) is not None]
+    return found
+
+
+def _paper_inputs(cfg: dict[str, Any]) -> list[tuple[str, Path]]:
+    """The LIBSVM files :func:`dsvm.experiments.run_paper` will ingest, as it picks them."""
+    from .experiments import PAPER_DATASETS
+
+    names = list(cfg["datasets"])
+    if "structure" in cfg["parts"]:
+        st = cfg["structure"]["dataset"]
+        # run_paper's choice: a quick run keeps the structure benchmark on one of its data sets
+        names.append(st if (st in names or not cfg["quick"] or not names) else names[0])
+    found = []
+    for name in dict.fromkeys(names):
+        ds = PAPER_DATASETS[name]
+        found += [(f"experiments.paper data set {name}", Path(cfg["data_dir"]) / f) for f in (ds.train, ds.test) if f]
+    return found
+
+
+def _require_inputs(inputs: list[tuple[str, Path]], where: str) -> None:
+    missing = [f"{key}: {path}" for key, path in inputs if not path.exists()]
+    if missing:
+        raise FileNotFoundError(f"{where}: input not found ({'; '.join(missing)}); nothing was written "
+                                "(set data_dir, e.g. --set data_dir=/path/to/data)")
+
+
+def _require_clarabel(cfg: dict[str, Any]) -> None:
+    """The structure benchmark's exact optimum comes from dsvm.reference, whose QPs need Clarabel."""
+    if "structure" not in cfg["parts"]:
+        return
+    from . import reference
+
+    try:
+        reference._import_clarabel()
+    except ImportError:
+        raise PipelineError("the paper pipeline's structure experiment needs Clarabel: pip install '.[reference]' "
+                            "(or leave 'structure' out of experiments.paper.parts)") from None
+
+
