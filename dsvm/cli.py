@@ -200,7 +200,7 @@ def _connect(args):
     return connect(args.cluster, args.scheduler_address, args.scheduler_file, local=local)
 
 
-def _open_data(path: str, tmpdir: str | None = None):
+def _open_data(path: str, tmpdir: str | None = None, progress: bool = True):
     """A Dataset from a zarr store, or from a raw file ingested into ``tmpdir``."""
     from . import io
 
@@ -212,7 +212,7 @@ def _open_data(path: str, tmpdir: str | None = None):
     if tmpdir is None:
         raise UserError(f"{path} is not a zarr dataset; convert it first with: dsvm ingest {path} DATASET.zarr")
     logger.info("%s is a raw file: ingesting it into a temporary dataset", path)
-    return io.ingest(p, Path(tmpdir) / "data.zarr", progress=True)
+    return io.ingest(p, Path(tmpdir) / "data.zarr", progress=progress)
 
 
 def _gamma(text: str):
@@ -260,7 +260,7 @@ def cmd_train(args) -> int:
         raise UserError(f"{args.data}: no such file or dataset")
     _check_writable_target(args.model, "--model")
     with tempfile.TemporaryDirectory(prefix="dsvm-") as tmp, _connect(args):
-        ds = _open_data(args.data, tmp)
+        ds = _open_data(args.data, tmp, progress=not args.quiet)
         t0 = time.perf_counter()
         if grid is None:
             model.fit(ds)
