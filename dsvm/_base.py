@@ -60,6 +60,18 @@ HESSIANS = ("auto", "gram", "cg")
 BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
 
 
+def _task_sized_blocks(X, k: int) -> RowBlocks:
+    """A dask array's row blocks, split small enough for one task's share of a worker's memory
+    (a block of kernel values is rows x k float64) and into enough blocks to keep every thread busy.
+
+    Fit and prediction alike: a dataset stored in one large chunk would otherwise
+    need the kernel block of the whole chunk in one task.
+    """
+    budget = min(config.get("block-bytes"), task_memory_budget(config.get("task-memory-share")))
+    max_rows = max(256, int(budget // (8 * max(1, k))))
+    return as_row_blocks(X, 0).split_blocks(available_threads(), max_rows=max_rows)
+
+
 def unpack_dataset(X, y=None):
     """Accept a :class:`dsvm.io.Dataset` (anything with ``.X`` and ``.y``) in place of ``X, y``."""
     if hasattr(X, "X") and hasattr(X, "y") and not hasattr(X, "shape"):
@@ -258,12 +270,7 @@ class NystroemBase(BaseEstimator):
                 y = check_y(y)
             check_n_rows(X.shape[0], y)
             self.n_features_in_ = int(X.shape[1])
-            # Blocks small enough for one task's share of a worker's memory (a
-            # block of kernel values is rows x k float64), and enough of them to
-            # keep every thread busy.
-            budget = min(config.get("block-bytes"), task_memory_budget(config.get("task-memory-share")))
-            max_rows = max(256, int(budget // (8 * max(1, min(self.n_components, X.shape[0])))))
-            X_rb = as_row_blocks(X, 0).split_blocks(available_threads(), max_rows=max_rows)
+            X_rb = _task_sized_blocks(X, min(self.n_components, X.shape[0]))
             # Landmarks, gamma and the feature stage each read X: keep it in the
             # cluster's memory when it is small next to that memory (it is far
             # smaller than F whenever p < k), instead of re-reading the store.
@@ -511,7 +518,7 @@ class NystroemBase(BaseEstimator):
                     f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                     f"{self.n_features_in_} features as input{hint}"
                 )
-            return as_row_blocks(X, 0), False
+            return _task_sized_blocks(X, self.components_.shape[0]), False
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
         return as_row_blocks(X, self._block_rows(self.coef_.shape[1]), self._min_blocks()), True
 

@@ -259,21 +259,21 @@ def _take_block_rows(block, local_idx):
     return block[local_idx]
 
 
-def _write_zarr_block(block, path, offset):
+def _write_zarr_block(block, path, index):
     import zarr
 
     arr = zarr.create_array(
-        store=f"{path}/rows-{offset}", shape=block.shape, chunks=block.shape, dtype=block.dtype,
+        store=f"{path}/block-{index}", shape=block.shape, chunks=block.shape, dtype=block.dtype,
         compressors=None, overwrite=True,
     )
     arr[...] = block
     return block.shape[0]
 
 
-def _read_zarr_block(path, offset):
+def _read_zarr_block(path, index):
     import zarr
 
-    return zarr.open_array(f"{path}/rows-{offset}", mode="r")[...]
+    return zarr.open_array(f"{path}/block-{index}", mode="r")[...]
 
 
 class _OffsetCall:
@@ -302,6 +302,9 @@ class DaskBlocks(RowBlocks):
                 "dask array has unknown chunk sizes along the rows; call X.compute_chunk_sizes() "
                 "(or build it with known chunks) before passing it to dsvm"
             )
+        if 0 in array.chunks[0] and array.shape[0] > 0:
+            # empty blocks (a boolean selection leaves them) share their offset with the next block
+            array = array.rechunk({0: tuple(c for c in array.chunks[0] if c)})
         self.array = array
         self.chunks = tuple(int(c) for c in array.chunks[0])
         self._delayed = None
@@ -464,21 +467,20 @@ class DaskBlocks(RowBlocks):
     def spill_to_zarr(self, path: str) -> "DaskBlocks":
         """Write every block once to a zarr store under ``path``; return blocks that read it back.
 
-        One zarr array per block (named by its first row), uncompressed, so
+        One zarr array per block (named by its index), uncompressed, so
         irregular row chunks need no rechunking and a pass reads each block
         with one request.  ``path`` must be visible to every worker.
         """
         import dask
         import dask.array as da
 
-        offsets = self.offsets
         blocks = self.delayed_blocks()
         write = dask.delayed(_write_zarr_block, pure=False)
-        compute(*[write(b, path, int(offsets[i])) for i, b in enumerate(blocks)])
+        compute(*[write(b, path, i) for i, b in enumerate(blocks)])
         read = dask.delayed(_read_zarr_block, pure=True)
         n_cols = self.array.shape[1]
         parts = [
-            da.from_delayed(read(path, int(offsets[i])), shape=(c, n_cols), dtype=self.array.dtype)
+            da.from_delayed(read(path, i), shape=(c, n_cols), dtype=self.array.dtype)
             for i, c in enumerate(self.chunks)
         ]
         return DaskBlocks(da.concatenate(parts, axis=0))

@@ -37,13 +37,15 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     X_rb, checked = model._validate_predict_input(X)
     dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
     classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value
+    if classes is not None and classes.dtype.kind == "O":
+        # one fixed width for every block: the first block's labels may all be short ones
+        classes = classes.astype(str)
     binary = model.coef_.shape[0] == 1
 
     def convert(d: np.ndarray) -> np.ndarray:
         if decision or classes is None:
             return d[:, 0] if binary else d
-        labels = classes[(d[:, 0] > 0).astype(int)] if binary else classes[np.argmax(d, axis=1)]
-        return labels.astype(str) if labels.dtype.kind == "O" else labels
+        return classes[(d[:, 0] > 0).astype(int)] if binary else classes[np.argmax(d, axis=1)]
 
     n = X_rb.n_rows
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")

@@ -177,3 +177,26 @@ def test_save_model_names_what_it_cannot_save(tmp_path):
     with pytest.raises(TypeError, match="saves NystroemSVC and NystroemSVR models, got LinearSVC"):
         save_model(LinearSVC().fit(X, y), tmp_path / "x.npz")
     assert not (tmp_path / "x.npz").exists()
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".zarr", ".csv"])
+def test_prediction_files_keep_long_string_labels_whole(tmp_path, suffix):
+    """Object-dtype labels: the file's string width comes from every class, not from the first block."""
+    import dask.array as da
+    import zarr
+
+    from dsvm.predict_io import write_predictions
+
+    rng = np.random.RandomState(0)
+    X = np.r_[np.full((100, 2), -3.0), np.full((100, 2), 3.0)] + 0.1 * rng.randn(200, 2)
+    y = np.array(["no"] * 100 + ["positive"] * 100, dtype=object)
+    model = load_model(save_model(NystroemSVC(n_components=20, random_state=0).fit(X, y), tmp_path / "m.npz"))
+    out = tmp_path / f"p{suffix}"
+    write_predictions(model, da.from_array(X, chunks=(100, 2)), out)  # first block: only "no"
+    if suffix == ".npy":
+        got = np.load(out)
+    elif suffix == ".zarr":
+        got = zarr.open_array(str(out), mode="r")[...]
+    else:
+        got = np.array(out.read_text().splitlines()[1:])
+    np.testing.assert_array_equal(got.astype(str), y.astype(str))
