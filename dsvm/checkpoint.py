@@ -16,7 +16,8 @@ A checkpoint of other data or other parameters is refused
 
 The data fingerprint is chunking-independent: per-column sums, sums of
 squares and sums weighted by a hash of the row index, plus label and
-sample-weight statistics, computed in one pass and compared to a relative tolerance of 1e-9.
+sample-weight statistics, computed in one pass and compared to a relative
+tolerance of 1e-9.
 """
 
 from __future__ import annotations

@@ -47,15 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from .pipeline_spec import (  # noqa: F401  (load_pipeline, check_pipeline, PipelineError: this module's API too)
+from .pipeline_spec import (  # noqa: F401  (load_pipeline, PipelineError: this module's API too)
     PipelineError,
-    _paper_inputs,
-    _require_clarabel,
-    _require_inputs,
-    _search_grid,
-    _train_inputs,
+    check_inputs,
     check_pipeline,
     load_pipeline,
+    search_grid,
 )
 
 logger = logging.getLogger(__name__)
@@ -202,22 +199,21 @@ def _machine() -> str:
 
 
 @contextmanager
-def _remove_new_empty_dirs_on_failure(*paths: Path):
-    """On failure, remove those of ``paths`` (and their parents) this run created, if still empty.
+def _remove_new_empty_dirs_on_failure(path: Path):
+    """On failure, remove ``path`` and those of its parents this run created, if still empty.
 
     Only empty folders are removed (``rmdir``), so nothing that existed before the run,
     and nothing written into them, is ever deleted.
     """
-    new: set[Path] = set()
-    for path in paths:
-        for p in (path, *path.parents):
-            if p.exists():
-                break
-            new.add(p)
+    new = []  # deepest first
+    for p in (path, *path.parents):
+        if p.exists():
+            break
+        new.append(p)
     try:
         yield
     except BaseException:
-        for p in sorted(new, key=lambda q: len(q.parts), reverse=True):
+        for p in new:
             try:
                 p.rmdir()
             except OSError:
@@ -252,17 +248,13 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     """
     where = f"pipeline {spec.get('name', '')}".strip()
     check_pipeline(spec, where)
+    check_inputs(spec, where)
     out = Path(spec["output"])
-    if spec.get("kind") == "paper":
-        from .experiments import paper_config, run_paper
+    with _remove_new_empty_dirs_on_failure(out / "data"):
+        if spec.get("kind") == "paper":
+            from .experiments import run_paper
 
-        cfg = paper_config(spec)
-        _require_clarabel(cfg)
-        _require_inputs(_paper_inputs(cfg), where)
-        with _remove_new_empty_dirs_on_failure(out, out / "data"):
             return run_paper(spec)
-    _require_inputs(_train_inputs(spec), where)
-    with _remove_new_empty_dirs_on_failure(out, out / "data"):
         return _run_train(spec, out)
 
 
@@ -292,7 +284,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     if search_spec:
         from .search import cv_table, search_and_report
 
-        grid = _search_grid(search_spec, f"pipeline {spec['name']}")
+        grid = search_grid(search_spec, f"pipeline {spec['name']}")
         search, paths = search_and_report(train, param_grid=grid, out_dir=out, cv=int(search_spec.get("cv", 5)),
                                           scoring=search_spec.get("scoring", "accuracy"), prefix="cv", **params)
         model = search.best_estimator_

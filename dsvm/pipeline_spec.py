@@ -234,7 +234,7 @@ def _estimator(params: dict[str, Any], path: str, where: str):
     return est
 
 
-def _search_grid(search: dict[str, Any], where: str) -> dict[str, list]:
+def search_grid(search: dict[str, Any], where: str) -> dict[str, list]:
     """``model.search.grid`` parsed as ``dsvm train --search`` parses its items (``k`` is ``n_components``)."""
     from .estimator import NystroemSVC
     from .search import ALIASES, parse_search_args
@@ -258,7 +258,7 @@ def _check_search(search: Any, params: dict[str, Any], where: str) -> None:
     from .search import NystroemSVCCV
 
     search = _check_keys(search, SEARCH_KEYS, "model.search", where)
-    grid = _search_grid(search, where)
+    grid = search_grid(search, where)
     cv = search.get("cv", 5)
     if isinstance(cv, bool) or not isinstance(cv, int) or cv < 2:
         raise PipelineError(f"{where}: model.search.cv must be an integer of at least 2, got {cv!r}")
@@ -408,3 +408,22 @@ def _require_clarabel(cfg: dict[str, Any]) -> None:
                             "(or leave 'structure' out of experiments.paper.parts)") from None
 
 
+
+def check_inputs(spec: dict[str, Any], where: str) -> None:
+    """Input files (and, for the paper's structure benchmark, Clarabel) exist; run before any output.
+
+    Raises
+    ------
+    PipelineError
+        The paper pipeline's structure benchmark without Clarabel.
+    FileNotFoundError
+        An input file or dataset that does not exist.
+    """
+    if spec.get("kind") == "paper":
+        from .experiments import paper_config
+
+        cfg = paper_config(spec)
+        _require_clarabel(cfg)
+        _require_inputs(_paper_inputs(cfg), where)
+    else:
+        _require_inputs(_train_inputs(spec), where)

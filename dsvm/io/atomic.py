@@ -55,7 +55,7 @@ def _commit(store: Path, path: Path, overwrite: bool, work: Path) -> None:
     previous = None
     if path.exists() or path.is_symlink():
         if not overwrite:
-            raise FileExistsError(f"{path} appeared while it was being written; pass overwrite=True (--overwrite) to replace it")
+            raise FileExistsError(f"{path} appeared while it was being written; pass overwrite=True (on the command line: --overwrite) to replace it")
         previous = work / "previous"
         os.rename(path, previous)
     try:

@@ -2,8 +2,9 @@
 
 Numbers only: every field of every non-blank line must parse as a finite
 float (no quotes, no missing values, no NaN or infinity), all lines have the
-same number of fields, and ``#`` starts a comment.  A block is parsed with ``numpy.loadtxt``; when that
-fails, :func:`locate_csv_error` finds and describes the first bad line.
+same number of fields, and ``#`` starts a comment.  A block is parsed with
+``numpy.loadtxt``; when that fails, :func:`locate_csv_error` finds and
+describes the first bad line.
 """
 
 from __future__ import annotations
