@@ -3,7 +3,16 @@
 from . import config  # noqa: F401  (registers the dsvm.* defaults in dask.config)
 from .checkpoint import CheckpointMismatchError
 from .estimator import NystroemSVC
-from .io import Dataset, InvalidDatasetError, ingest, make_classification_zarr, open_dataset, write_dataset
+from .io import (
+    Dataset,
+    DiskFullError,
+    InputFileError,
+    InvalidDatasetError,
+    ingest,
+    make_classification_zarr,
+    open_dataset,
+    write_dataset,
+)
 from .kernels import KernelSpec, kernel_matrix
 from .model_io import load_model, save_model
 from .nystroem import FeatureMap, fit_feature_map
@@ -26,6 +35,8 @@ __all__ = [
     "CheckpointMismatchError",
     "Dataset",
     "InvalidDatasetError",
+    "InputFileError",
+    "DiskFullError",
     "ingest",
     "open_dataset",
     "write_dataset",

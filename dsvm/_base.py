@@ -28,6 +28,7 @@ from ._validation import check_dask_X, check_n_rows, check_positive, check_posit
 from .blockwise import (
     InMemoryBlocks,
     RowBlocks,
+    TaskFootprint,
     aligned_vector,
     as_row_blocks,
     available_threads,
@@ -38,6 +39,7 @@ from .blockwise import (
     task_memory_budget,
 )
 from .checkpoint import Checkpoint, data_fingerprint, restore_done, restore_feature_map, restore_solver_state
+from .io.errors import format_bytes
 from .kernels import KERNELS, make_kernel_spec
 from .landmarks import LANDMARK_METHODS, Landmarks, dense_rows, first_unique, select_landmarks
 from .nystroem import fit_feature_map
@@ -60,21 +62,78 @@ HESSIANS = ("auto", "gram", "cg")
 BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
 
 
-def _task_sized_blocks(X, k: int) -> RowBlocks:
+def _task_sized_blocks(X, k: int, chunk_bytes: float | None = None) -> RowBlocks:
     """A dask array's row blocks, split small enough for one task's share of a worker's memory
     (a block of kernel values is rows x k float64) and into enough blocks to keep every thread busy.
 
     Fit and prediction alike: a dataset stored in one large chunk would otherwise
-    need the kernel block of the whole chunk in one task.
+    need the kernel block of the whole chunk in one task.  A task still reads
+    its stored chunk whole (``chunk_bytes``, when known): both go into the
+    blocks' :class:`~dsvm.blockwise.TaskFootprint`.
     """
     budget = min(config.get("block-bytes"), task_memory_budget(config.get("task-memory-share")))
     max_rows = max(256, int(budget // (8 * max(1, k))))
-    return as_row_blocks(X, 0).split_blocks(available_threads(), max_rows=max_rows)
+    blocks = as_row_blocks(X, 0).split_blocks(available_threads(), max_rows=max_rows)
+    if chunk_bytes is None and isinstance(X._meta, np.ndarray):
+        chunk_bytes = float(max(X.chunks[0], default=0)) * X.shape[1] * X.dtype.itemsize
+    kernel_bytes = float(max(blocks.chunks, default=0)) * k * 8
+    detail = f"kernel blocks of {format_bytes(kernel_bytes)}"
+    if chunk_bytes:
+        detail = f"a stored chunk of {format_bytes(chunk_bytes)} read whole, " + detail
+    blocks.footprint = TaskFootprint(2.0 * (chunk_bytes or 0.0) + 3.0 * kernel_bytes, detail)
+    return blocks
+
+
+def stored_chunk_bytes(X) -> float | None:
+    """Bytes of one stored row chunk of a dataset, decompressed (an average for a sparse one); None
+    for other input."""
+    if not is_dataset(X) or not isinstance(getattr(X, "attrs", None), dict):
+        return None
+    attrs = X.attrs
+    rows, itemsize = attrs["chunk_rows"], np.dtype(attrs["dtype"]).itemsize
+    if attrs["sparse"]:
+        return attrs["nnz"] / max(1, attrs["n_chunks"]) * (itemsize + 4) + 8.0 * (rows + 1)
+    return float(rows) * attrs["n_features"] * itemsize
+
+
+def is_dataset(X) -> bool:
+    """True for a :class:`dsvm.io.Dataset` (anything with ``.X`` and ``.y`` that is not an array)."""
+    return hasattr(X, "X") and hasattr(X, "y") and not hasattr(X, "shape")
+
+
+def dataset_zero_based(X) -> bool | None:
+    """Whether a dataset's LIBSVM file numbered its features from 0; None if not a LIBSVM dataset."""
+    attrs = getattr(X, "attrs", None) if is_dataset(X) else None
+    value = attrs.get("zero_based") if isinstance(attrs, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def _base_name(zero_based: bool) -> str:
+    return "zero-based" if zero_based else "one-based"
+
+
+def check_index_base(model, X) -> None:
+    """Refuse a dataset whose LIBSVM indices were read with another base than the model's training data.
+
+    A file read with the wrong base has every feature shifted by one column:
+    the model would predict from the wrong features without any other error.
+    """
+    data_zb = dataset_zero_based(X)
+    model_zb = getattr(model, "zero_based_", None)
+    if data_zb is None or model_zb is None or data_zb == model_zb:
+        return
+    guessed = " (guessed: the file has no feature index 0)" if X.attrs.get("zero_based_from") == "no index 0" else ""
+    raise ValueError(
+        f"{X.path}: its LIBSVM feature indices were read as {_base_name(data_zb)}{guessed}, but the model was "
+        f"trained on a file with {_base_name(model_zb)} indices: every feature would be shifted by one column. "
+        f"Ingest it again with zero_based={model_zb} or like=<the model or its training dataset> "
+        "(CLI: dsvm ingest FILE DATASET --like MODEL)"
+    )
 
 
 def unpack_dataset(X, y=None):
     """Accept a :class:`dsvm.io.Dataset` (anything with ``.X`` and ``.y``) in place of ``X, y``."""
-    if hasattr(X, "X") and hasattr(X, "y") and not hasattr(X, "shape"):
+    if is_dataset(X):
         if y is not None:
             raise ValueError("pass either a Dataset or X and y, not both")
         return X.X, X.y
@@ -255,6 +314,9 @@ class NystroemBase(BaseEstimator):
 
         ``check_y`` validates an in-memory ``y`` (labels or targets).
         """
+        # a LIBSVM dataset's indexing base travels with the model: test files must be read the same way
+        self.zero_based_ = dataset_zero_based(X)
+        chunk_bytes = stored_chunk_bytes(X)
         X, y = unpack_dataset(X, y)
         if y is None:
             raise ValueError(
@@ -270,7 +332,7 @@ class NystroemBase(BaseEstimator):
                 y = check_y(y)
             check_n_rows(X.shape[0], y)
             self.n_features_in_ = int(X.shape[1])
-            X_rb = _task_sized_blocks(X, min(self.n_components, X.shape[0]))
+            X_rb = _task_sized_blocks(X, min(self.n_components, X.shape[0]), chunk_bytes)
             # Landmarks, gamma and the feature stage each read X: keep it in the
             # cluster's memory when it is small next to that memory (it is far
             # smaller than F whenever p < k), instead of re-reading the store.
@@ -506,19 +568,22 @@ class NystroemBase(BaseEstimator):
     # ------------------------------------------------------------------ predict
     def _validate_predict_input(self, X) -> tuple[RowBlocks, bool]:
         check_is_fitted(self)
+        check_index_base(self, X)
+        chunk_bytes = stored_chunk_bytes(X)
         X, _ = unpack_dataset(X)
         if is_dask_array(X):
             check_dask_X(X)
             if X.shape[1] != self.n_features_in_:
                 # a LIBSVM test file often lacks the training file's last feature columns
                 hint = (f"; a sparse (LIBSVM) file read alone stops at its highest feature: ingest it with "
-                        f"n_features={self.n_features_in_} (CLI: --n-features {self.n_features_in_})"
+                        f"n_features={self.n_features_in_} or like=<the model or its training dataset> "
+                        f"(CLI: --n-features {self.n_features_in_} or --like MODEL)"
                         if X.shape[1] < self.n_features_in_ else "")
                 raise ValueError(
                     f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                     f"{self.n_features_in_} features as input{hint}"
                 )
-            return _task_sized_blocks(X, self.components_.shape[0]), False
+            return _task_sized_blocks(X, self.components_.shape[0], chunk_bytes), False
         X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
         return as_row_blocks(X, self._block_rows(self.coef_.shape[1]), self._min_blocks()), True
 

@@ -27,6 +27,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -262,6 +263,8 @@ def _take_block_rows(block, local_idx):
 def _write_zarr_block(block, path, index):
     import zarr
 
+    if not os.path.isdir(path):  # the fit ended (and removed its store) while this task waited
+        raise FileNotFoundError(f"scratch store {path} no longer exists")
     arr = zarr.create_array(
         store=f"{path}/block-{index}", shape=block.shape, chunks=block.shape, dtype=block.dtype,
         compressors=None, overwrite=True,
@@ -288,10 +291,26 @@ class _OffsetCall:
         return self.fn(*args, offset=offset)
 
 
-class DaskBlocks(RowBlocks):
-    """Row blocks of a Dask array (one block along the columns)."""
+@dataclass(frozen=True)
+class TaskFootprint:
+    """Roughly what one task over some blocks holds in memory, for the error a killed worker gives.
 
-    def __init__(self, array):
+    ``detail`` says where the bytes go (e.g. a stored chunk read whole).
+    """
+
+    bytes: float
+    detail: str
+
+
+class DaskBlocks(RowBlocks):
+    """Row blocks of a Dask array (one block along the columns).
+
+    ``footprint`` (a :class:`TaskFootprint`, optional) travels to the arrays
+    derived from this one; it only makes the error clearer when a worker
+    runs out of memory.
+    """
+
+    def __init__(self, array, footprint: TaskFootprint | None = None):
         if array.ndim == 2 and len(array.chunks[1]) != 1:
             raise ValueError(
                 f"dask array has {len(array.chunks[1])} blocks along the columns; dsvm needs one "
@@ -306,6 +325,7 @@ class DaskBlocks(RowBlocks):
             # empty blocks (a boolean selection leaves them) share their offset with the next block
             array = array.rechunk({0: tuple(c for c in array.chunks[0] if c)})
         self.array = array
+        self.footprint = footprint
         self.chunks = tuple(int(c) for c in array.chunks[0])
         self._delayed = None
         self._futures = None
@@ -361,7 +381,7 @@ class DaskBlocks(RowBlocks):
                       for i in range(0, len(parts), TREE_FANIN)]
             parts = [client.submit(combine, g, pure=False, priority=-j + 0.5) for g, j in groups]
             last = [j for _, j in groups]
-        return _gather(client, [parts[0]])[0]
+        return _gather(client, [parts[0]], footprint=self.footprint)[0]
 
     def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
         import dask
@@ -381,7 +401,7 @@ class DaskBlocks(RowBlocks):
             parts = [add(parts)]
         while len(parts) > 1:
             parts = [add(parts[i : i + TREE_FANIN]) for i in range(0, len(parts), TREE_FANIN)]
-        (result,) = compute(parts[0])
+        (result,) = compute(parts[0], footprint=self.footprint)
         return result
 
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
@@ -400,7 +420,7 @@ class DaskBlocks(RowBlocks):
             _OffsetCall(fn) if with_offset else fn, self.array, *args, dtype=dtype, chunks=chunks, meta=meta, drop_axis=drop_axis,
             name=f"dsvm-{getattr(fn, '__name__', 'map')}-{uuid.uuid4().hex[:12]}",
         )
-        return DaskBlocks(out)
+        return DaskBlocks(out, self.footprint)
 
     def take(self, indices):
         import dask
@@ -415,7 +435,7 @@ class DaskBlocks(RowBlocks):
         for b in np.unique(block_of):
             local = sorted_idx[block_of == b] - offsets[b]
             pieces.append(dask.delayed(_take_block_rows, pure=True)(blocks[b], local))
-        parts = compute(*pieces)
+        parts = compute(*pieces, footprint=self.footprint)
         if parts and sp.issparse(parts[0]):
             rows = sp.vstack(parts, format="csr")
         else:
@@ -434,14 +454,14 @@ class DaskBlocks(RowBlocks):
         current = _shared_key(state)
         for i in (range(len(blocks)) if order is None else order):
             current = step(blocks[i], *[e[i] for e in extra], current, *shared_keys)
-        (result,) = compute(current)
+        (result,) = compute(current, footprint=self.footprint)
         return result
 
     def iter_blocks(self, batch: int = 4):
 
         blocks = self.delayed_blocks()
         for i in range(0, len(blocks), batch):
-            yield from compute(*blocks[i : i + batch])
+            yield from compute(*blocks[i : i + batch], footprint=self.footprint)
 
     def split_blocks(self, min_blocks: int, max_rows: int | None = None, min_rows: int = 2048) -> "DaskBlocks":
         """Split blocks (never merge them): at least about ``min_blocks`` blocks, none
@@ -462,7 +482,7 @@ class DaskBlocks(RowBlocks):
             new.extend([base + 1] * extra + [base] * (parts - extra))
         if len(new) == len(chunks):
             return self
-        return DaskBlocks(self.array.rechunk({0: tuple(new)}))
+        return DaskBlocks(self.array.rechunk({0: tuple(new)}), self.footprint)
 
     def spill_to_zarr(self, path: str) -> "DaskBlocks":
         """Write every block once to a zarr store under ``path``; return blocks that read it back.
@@ -476,14 +496,14 @@ class DaskBlocks(RowBlocks):
 
         blocks = self.delayed_blocks()
         write = dask.delayed(_write_zarr_block, pure=False)
-        compute(*[write(b, path, i) for i, b in enumerate(blocks)])
+        compute(*[write(b, path, i) for i, b in enumerate(blocks)], footprint=self.footprint)
         read = dask.delayed(_read_zarr_block, pure=True)
         n_cols = self.array.shape[1]
         parts = [
             da.from_delayed(read(path, i), shape=(c, n_cols), dtype=self.array.dtype)
             for i, c in enumerate(self.chunks)
         ]
-        return DaskBlocks(da.concatenate(parts, axis=0))
+        return DaskBlocks(da.concatenate(parts, axis=0), self.footprint)
 
     def persist(self):
         """Keep the blocks in (cluster) memory; waits until they are there."""
@@ -492,25 +512,31 @@ class DaskBlocks(RowBlocks):
         client = _active_client()
         if client is None:
             with single_threaded_blas():
-                return DaskBlocks(self.array.persist())
+                return DaskBlocks(self.array.persist(), self.footprint)
         with dask.config.set(LARGE_GRAPH):
             array = self.array.persist()
         if client is not None:
             from distributed import futures_of
 
-            _gather(client, futures_of(array), results=False)
-        return DaskBlocks(array)
+            _gather(client, futures_of(array), results=False, footprint=self.footprint)
+        return DaskBlocks(array, self.footprint)
 
     def compute(self):
-        return self.array.compute()
+        (result,) = compute(self.array, footprint=self.footprint)
+        return result
 
 
 class NoWorkersError(RuntimeError):
     """The distributed cluster has had no worker for longer than ``dsvm.no-worker-timeout``."""
 
 
-def compute(*collections):
-    """``dask.compute`` that, on a distributed cluster, fails clearly when no worker is left."""
+class WorkerMemoryError(MemoryError):
+    """Workers kept dying on the same task (``distributed.KilledWorker``): it needs more memory than they have."""
+
+
+def compute(*collections, footprint: TaskFootprint | None = None):
+    """``dask.compute`` that, on a distributed cluster, fails clearly when no worker is left or
+    workers keep dying on a task (``footprint``: what a task needs, for that message)."""
     import dask
 
     client = _active_client()
@@ -519,14 +545,43 @@ def compute(*collections):
             return dask.compute(*collections)
     with dask.config.set(LARGE_GRAPH):
         futures = client.compute(list(collections))
-    return tuple(_gather(client, futures))
+    return tuple(_gather(client, futures, footprint=footprint))
 
 
-def _gather(client, futures, results: bool = True):
+def _worker_memory_error(client, exc, footprint: TaskFootprint | None) -> WorkerMemoryError:
+    """The one-line error for ``distributed.KilledWorker``: what the workers had, what a task needed."""
+    from .io.errors import format_bytes
+
+    worker = exc.last_worker
+    limit, threads = getattr(worker, "memory_limit", None), getattr(worker, "nthreads", None)
+    if not limit:
+        try:
+            workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
+            limit = min(w.get("memory_limit") or 0 for w in workers) or None
+            threads = max(w.get("nthreads", 1) for w in workers)
+        except Exception:  # the scheduler may be gone too
+            pass
+    had = (f"each worker has {format_bytes(limit)} of memory" if limit else "the workers have no memory limit")
+    if threads:
+        had += f" shared by {threads} thread(s) running tasks at once"
+    needed = (f"; a task of this computation needs about {format_bytes(footprint.bytes)} ({footprint.detail})"
+              if footprint is not None else "")
+    key = exc.task[0] if isinstance(exc.task, tuple) else exc.task
+    return WorkerMemoryError(
+        f"Dask workers died {exc.allowed_failures + 1} times running the same task ({key}), so the computation "
+        f"was given up: most likely the task needs more memory than a worker has. {had[0].upper()}{had[1:]}"
+        f"{needed}. Give the workers more memory (--memory-limit or the cluster spec) or fewer threads, or ingest "
+        "the data with smaller chunks (--chunk-rows): a task reads one stored chunk whole"
+    )
+
+
+def _gather(client, futures, results: bool = True, footprint: TaskFootprint | None = None):
     """Wait for ``futures``; raise if the cluster has had no worker for ``dsvm.no-worker-timeout`` s.
 
     Lost workers are otherwise handled by Dask: their blocks are recomputed
-    (re-read from zarr) on the remaining workers.
+    (re-read from zarr) on the remaining workers.  When workers keep dying on
+    one task, :class:`WorkerMemoryError` says what they had and what a task
+    needs (``footprint``).
     """
     import time
 
@@ -557,7 +612,14 @@ def _gather(client, futures, results: bool = True):
                 f"no Dask workers left for {limit:.0f} s; the fit cannot continue. Start workers for the "
                 "scheduler, or rerun with a checkpoint (--checkpoint) to resume where it stopped"
             )
-    return client.gather(futures) if results else None
+    if not results:
+        return None
+    from distributed import KilledWorker
+
+    try:
+        return client.gather(futures)
+    except KilledWorker as exc:
+        raise _worker_memory_error(client, exc, footprint) from None
 
 
 def _active_client():

@@ -9,6 +9,7 @@
     dsvm predict a9a.model new.zarr --out pred.zarr   # or .csv / .npy
     dsvm run pipelines/a9a.yaml [--cluster ...] [--set data_dir=...]
     dsvm info a9a.model | a9a.zarr
+    dsvm clean [DIR ...] [--dry-run]           # what killed runs left: scratch stores, temporaries
 
 User errors end with one line on stderr and exit status 1 (2 for a bad
 command line); only bugs print a traceback.
@@ -107,7 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["libsvm", "csv", "npy"], default=None, help="default: from the file name")
     p.add_argument("--labels", metavar="NPY", default=None, help="labels of an .npy source: a 1-d .npy file")
     p.add_argument("--n-features", type=int, default=None)
-    p.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto")
+    p.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto",
+                   help="LIBSVM indices start at 0 (default auto: if index 0 occurs; give it, or --like, for test files)")
+    p.add_argument("--like", metavar="DATASET|MODEL",
+                   help="a test set: read it like this training dataset or model (LIBSVM indexing base, "
+                        "number of features)")
+    p.add_argument("--header", choices=["auto", "true", "false"], default="auto",
+                   help="CSV: the first line holds column names (default auto: only if it cannot be data)")
     dense = p.add_mutually_exclusive_group()
     dense.add_argument("--dense", dest="dense", action="store_true", default=None)
     dense.add_argument("--sparse", dest="dense", action="store_false")
@@ -148,6 +155,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="describe a model file or a dataset")
     p.add_argument("path")
+
+    p = sub.add_parser(
+        "clean", help="list and remove what killed dsvm runs left behind (scratch stores, temporary folders)",
+        description="A run removes its temporary folders and files when it ends, also on an error, Ctrl-C or "
+        "SIGTERM; kill -9 leaves them. This lists what dsvm's owner markers identify under the folders "
+        "(recursively; default: the scratch directory and the system temporary folder, not recursively): "
+        "scratch feature stores (dsvm-features-PID-*.zarr), temporary datasets of 'dsvm train FILE' "
+        "(dsvm-train-PID-*) and ingest working folders (.NAME.*.dsvm-tmp), each holding a .dsvm-owner.json "
+        "naming its process and host; and temporary files of models, checkpoints and predictions "
+        "(.NAME.tmp-PID). It removes those whose process is gone from this host (a file also must have been "
+        "left unchanged for a minute), and keeps anything of a running process, of another host, or "
+        "without a marker.")
+    p.add_argument("dirs", nargs="*", metavar="DIR", help="folders to search")
+    p.add_argument("--dry-run", action="store_true", help="list only, remove nothing")
     return parser
 
 
@@ -200,6 +221,17 @@ def _connect(args):
     return connect(args.cluster, args.scheduler_address, args.scheduler_file, local=local)
 
 
+def _reference(path: str):
+    """The dataset or model named by ``--like``."""
+    from . import io
+    from .model_io import load_model
+
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"--like {path}: no such dataset or model file")
+    return io.open_dataset(p) if p.is_dir() else load_model(p)
+
+
 def _open_data(path: str, tmpdir: str | None = None, progress: bool = True):
     """A Dataset from a zarr store, or from a raw file ingested into ``tmpdir``."""
     from . import io
@@ -236,6 +268,7 @@ def _check_writable_target(path: str, option: str) -> None:
 def cmd_train(args) -> int:
     from .estimator import NystroemSVC
     from .model_io import save_model
+    from .scratch import temporary_folder
 
     params = dict(
         C=args.C, gamma=_gamma(args.gamma), n_components=args.n_components, kernel=args.kernel,
@@ -259,7 +292,7 @@ def cmd_train(args) -> int:
     if not Path(args.data).exists():
         raise UserError(f"{args.data}: no such file or dataset")
     _check_writable_target(args.model, "--model")
-    with tempfile.TemporaryDirectory(prefix="dsvm-") as tmp, _connect(args):
+    with temporary_folder(None, "train") as tmp, _connect(args):
         ds = _open_data(args.data, tmp, progress=not args.quiet)
         t0 = time.perf_counter()
         if grid is None:
@@ -326,10 +359,12 @@ def cmd_ingest(args) -> int:
 
     from . import io
 
-    zero_based = {"auto": "auto", "true": True, "false": False}[args.zero_based]
-    kwargs: dict[str, Any] = dict(format=args.format, y=args.labels, n_features=args.n_features, zero_based=zero_based,
+    choice = {"auto": "auto", "true": True, "false": False}
+    kwargs: dict[str, Any] = dict(format=args.format, y=args.labels, n_features=args.n_features,
+                                  zero_based=choice[args.zero_based], header=choice[args.header],
                                   dense=args.dense, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
-                                  progress=not args.no_progress and not args.quiet)
+                                  progress=not args.no_progress and not args.quiet,
+                                  like=_reference(args.like) if args.like else None)
     ds = io.ingest(args.source, args.target, **kwargs)
     logger.info("%s: %d rows x %d features (%s), classes %s", args.target, ds.n_samples, ds.n_features,
                 "sparse" if ds.sparse else "dense", np.asarray(ds.classes)[:10].tolist())
@@ -385,9 +420,37 @@ def cmd_info(args) -> int:
     return 0
 
 
+def cmd_clean(args) -> int:
+    from . import scratch
+
+    if args.dirs:
+        missing = [d for d in args.dirs if not Path(d).is_dir()]
+        if missing:
+            raise UserError(f"{missing[0]}: no such folder")
+        roots, recursive = args.dirs, True
+    else:
+        roots, recursive = list(dict.fromkeys([scratch.scratch_base(), tempfile.gettempdir()])), False
+    n_removed = 0
+    for root in roots:
+        for item in scratch.find_leftovers(root, recursive=recursive):
+            if item.stale and not args.dry_run:
+                try:
+                    scratch.remove_leftover(item)
+                except OSError as exc:
+                    print(f"failed   {item.path}  ({item.kind}: {exc})")
+                    continue
+                n_removed += 1
+                action = "removed"
+            else:
+                action = "stale" if item.stale else "kept"
+            print(f"{action:<8} {item.path}  ({item.kind}: {item.reason})")
+    logger.info("%d item(s) removed", n_removed)
+    return 0
+
+
 COMMANDS = {
     "demo": cmd_demo, "ingest": cmd_ingest, "train": cmd_train, "evaluate": cmd_evaluate,
-    "predict": cmd_predict, "run": cmd_run, "info": cmd_info,
+    "predict": cmd_predict, "run": cmd_run, "info": cmd_info, "clean": cmd_clean,
 }
 
 
@@ -396,14 +459,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args)
+    from ._signals import sigterm_cleanup
     from .blockwise import NoWorkersError
     from .cluster import ClusterSpecError
     from .model_io import ModelFileError
     from .pipeline import PipelineError
 
     try:
-        _check_cluster_args(args)
-        return COMMANDS[args.command](args)
+        with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
+            _check_cluster_args(args)
+            return COMMANDS[args.command](args)
     except (UserError, ClusterSpecError, ModelFileError, PipelineError, FileNotFoundError, FileExistsError,
             ValueError, PermissionError, MemoryError, NoWorkersError) as exc:
         msg = " ".join(str(exc).split()) or type(exc).__name__

@@ -13,7 +13,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import NystroemBase, unpack_dataset
+from ._base import NystroemBase, check_index_base, unpack_dataset
+from ._signals import sigterm_cleanup
 from ._validation import check_n_rows, check_sample_weight_blocks, encode_labels, resolve_seed
 from .blockwise import RowBlocks, aligned_vector, is_dask_array, lazy_result
 from .calibration import PlattCalibration, n_columns, proba_block
@@ -175,6 +176,11 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Per problem: iterations, passes over the data, seconds, stop reason;
         plus the timings of the landmark and feature stages (and, with
         ``probability=True``, ``"calibration"``).
+    zero_based_ : bool or None
+        Whether the LIBSVM file of the training dataset numbered its features
+        from 0; None when the training data was not a dataset ingested from a
+        LIBSVM file.  A dataset read with the other base is refused at
+        prediction (its features would be shifted by one column).
     """
 
     def __init__(
@@ -281,8 +287,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
             calib[0].fit_problem(F, aligned[0], aligned[1], positives[j], class_cost, j, hessian, prefix)
             calib[0].stats[-1]["seconds"] = time.perf_counter() - t0
 
-        self._fit_problems(X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start,
-                           prepare_problem=calibrate if self.probability else None, start=start)
+        with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
+            self._fit_problems(X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start,
+                               prepare_problem=calibrate if self.probability else None, start=start)
         for name in ("probA_", "probB_"):
             self.__dict__.pop(name, None)
         if calib:
@@ -364,6 +371,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     def score(self, X, y=None, sample_weight=None):
         """Mean accuracy; for dask input computed block-wise (one pass)."""
         if y is None:
+            check_index_base(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
             X_rb, _ = self._validate_predict_input(X)

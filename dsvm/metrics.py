@@ -48,10 +48,10 @@ def evaluate(model, X, y=None) -> dict[str, Any]:
     if not hasattr(model, "classes_"):
         raise ValueError(f"evaluate reports classification metrics; a {type(model).__name__} is a regression model "
                          "(its score method gives R²)")
+    X_rb, checked = model._validate_predict_input(X)  # before unpacking: a Dataset's format is checked
     X, y = unpack_dataset(X, y)
     if y is None:
         raise ValueError("evaluate needs labels: pass y or a Dataset that holds them")
-    X_rb, checked = model._validate_predict_input(X)
     check_n_rows(X_rb.n_rows, y)
     y_rb = aligned_vector(y, X_rb)
     t0 = time.perf_counter()

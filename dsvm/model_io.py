@@ -154,6 +154,7 @@ def save_model(model, path: str | os.PathLike) -> Path:
         "classes_kind": classes_kind,
         "fitted": {
             "n_features_in_": int(model.n_features_in_),
+            "zero_based_": getattr(model, "zero_based_", None),
             "n_iter_": int(model.n_iter_),
             "gamma_": float(model.gamma_),
             "objective_": np.asarray(model.objective_).tolist(),
@@ -293,6 +294,9 @@ def load_model(path: str | os.PathLike):
     model.coef_ = a["coef"].astype(np.float64)
     model.intercept_ = a["intercept"].astype(np.float64)
     model.n_features_in_ = int(fitted["n_features_in_"])
+    model.zero_based_ = fitted.get("zero_based_")  # absent from older files: no base to check
+    if model.zero_based_ is not None and not isinstance(model.zero_based_, bool):
+        raise ModelFileError(f"{path}: metadata zero_based_ must be true, false or null, got {model.zero_based_!r}")
     model.n_iter_ = int(fitted["n_iter_"])
     model.gamma_ = float(fitted["gamma_"])
     obj = fitted["objective_"]

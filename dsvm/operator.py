@@ -17,15 +17,16 @@ Solvers never see Dask; only sums over rows come back (scalars, k-vectors, a
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import tempfile
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import numpy as np
 
+from ._signals import sigterm_cleanup
 from ._validation import check_finite_block
 from .blockwise import InMemoryBlocks, RowBlocks
+from .io.errors import disk_full_error, is_disk_full
 from .losses import (
     hinge_loss_block,
     labels_pm1,
@@ -38,6 +39,7 @@ from .losses import (
     sqhinge_pass,
     unpack_symmetric,
 )
+from .scratch import make_temporary_folder, scratch_base
 
 logger = logging.getLogger(__name__)
 
@@ -329,7 +331,10 @@ class FeatureStore:
     """The feature blocks ``F = K(X, L) · M`` of one fit, kept as :func:`plan_feature_store` says.
 
     Use as a context manager: a zarr scratch store is removed on exit, also
-    when the fit fails.
+    when the fit fails or the process gets SIGTERM (:mod:`dsvm._signals`).
+    The store is a folder ``dsvm-features-PID-*.zarr`` in ``dsvm.scratch-directory``
+    with an owner marker; stores that killed runs left there are removed when
+    the next one is made (:mod:`dsvm.scratch`).
 
     Attributes
     ----------
@@ -345,15 +350,25 @@ class FeatureStore:
         )
         logger.info("feature store: %s (%s)", self.kind, reason)
         self.scratch: str | None = None
+        self._exit = ExitStack()
         lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=(fmap, check_finite), with_offset=True)
         if self.kind == "memory":
             self.blocks = lazy.persist()
         elif self.kind == "zarr":
-            self.scratch = _scratch_directory()
+            self._exit.enter_context(sigterm_cleanup())
             try:
+                self.scratch = _scratch_directory()
                 self.blocks = lazy.spill_to_zarr(self.scratch)
-            except BaseException:
+            except BaseException as exc:
+                base = self.scratch or scratch_base()
                 self.close()
+                if is_disk_full(exc):
+                    f_bytes = float(X.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
+                    raise disk_full_error(
+                        exc, base, "the scratch feature store", needed=f_bytes,
+                        hint="set dsvm.scratch-directory (DASK_DSVM__SCRATCH_DIRECTORY) to a disk with room, or "
+                             "use feature_store='recompute'",
+                    ) from None
                 raise
         else:
             self.blocks = lazy
@@ -363,6 +378,7 @@ class FeatureStore:
             shutil.rmtree(self.scratch, ignore_errors=True)
             logger.info("feature store: removed scratch %s", self.scratch)
             self.scratch = None
+        self._exit.close()
 
     def __enter__(self) -> "FeatureStore":
         return self
@@ -372,13 +388,7 @@ class FeatureStore:
 
 
 def _scratch_directory() -> str:
-    import dask.config
-
-    from . import config
-
-    base = config.get("scratch-directory") or dask.config.get("temporary-directory", None) or tempfile.gettempdir()
-    os.makedirs(base, exist_ok=True)
-    return tempfile.mkdtemp(prefix="dsvm-features-", suffix=".zarr", dir=base)
+    return str(make_temporary_folder(scratch_base(), "features", suffix=".zarr"))
 
 
 def feature_blocks(X: RowBlocks, fmap, *, check_finite: bool = True, store: str = "memory") -> RowBlocks:

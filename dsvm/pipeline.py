@@ -58,8 +58,9 @@ from .pipeline_spec import (  # noqa: F401  (load_pipeline, PipelineError: this 
 logger = logging.getLogger(__name__)
 
 
-def _materialise(entry: dict[str, Any], target: Path, where: str):
-    """Open, ingest or generate one dataset entry of the pipeline."""
+def _materialise(entry: dict[str, Any], target: Path, where: str, like=None):
+    """Open, ingest or generate one dataset entry of the pipeline (a file ingested ``like`` the
+    training dataset: the same LIBSVM indexing base and width)."""
     from . import io
 
     if not isinstance(entry, dict):
@@ -71,7 +72,7 @@ def _materialise(entry: dict[str, Any], target: Path, where: str):
         return io.make_classification_zarr(target, overwrite=True, **opts)
     if "source" in entry:
         opts = {k: v for k, v in entry.items() if k != "source"}
-        return io.ingest(entry["source"], target, overwrite=True, **opts)
+        return io.ingest(entry["source"], target, overwrite=True, like=like, **opts)
     raise PipelineError(f"{where}: give 'source' (a file to ingest), 'zarr' (a dataset) or 'generate'")
 
 
@@ -272,7 +273,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     train = _materialise(spec["data"]["train"], data_dir / "train.zarr", "data.train")
     test_entry = spec["data"].get("test")
     split = spec["data"].get("split")
-    test = _materialise(test_entry, data_dir / "test.zarr", "data.test") if test_entry else None
+    test = _materialise(test_entry, data_dir / "test.zarr", "data.test", like=train) if test_entry else None
     if split is not None:
         train, test = _split_dataset(train, data_dir, split)
     ingest_seconds = time.perf_counter() - t0

@@ -33,7 +33,7 @@ PAPER_EXPERIMENT_KEYS = {"paper"}
 REPORT_KEYS = {"plots"}
 DATA_SOURCES = ("source", "zarr", "generate")
 # set by the pipeline itself when it ingests or generates, so not an option of a data entry
-_FIXED_IO_ARGS = {"source", "target", "path", "overwrite"}
+_FIXED_IO_ARGS = {"source", "target", "path", "overwrite", "like"}
 
 class PipelineError(ValueError):
     """A pipeline file is malformed."""

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ._base import unpack_dataset
 from .operator import decision_blocks
 
 OUTPUT_SUFFIXES = (".zarr", ".npy", ".csv")
@@ -33,7 +32,6 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
         raise ValueError(f"--out {out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
-    X, _ = unpack_dataset(X)
     X_rb, checked = model._validate_predict_input(X)
     dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
     classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value

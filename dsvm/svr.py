@@ -7,7 +7,8 @@ import time
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from ._base import NystroemBase, unpack_dataset
+from ._base import NystroemBase, check_index_base, unpack_dataset
+from ._signals import sigterm_cleanup
 from ._validation import check_n_rows, check_positive, check_sample_weight_blocks
 from .blockwise import aligned_vector, is_dask_array
 from .operator import SquaredEpsilonOperator
@@ -62,7 +63,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     coef_ : ndarray of shape (1, r)
     intercept_ : ndarray of shape (1,)
     components_, component_indices_, normalization_, n_iter_, objective_,
-    n_features_in_, solver_stats_
+    n_features_in_, solver_stats_, zero_based_
         As in :class:`~dsvm.NystroemSVC`.
     """
 
@@ -131,7 +132,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         def make_operator(F, aligned, j):
             return SquaredEpsilonOperator(F, aligned[0], self.C, self.epsilon, aligned[1], self.fit_intercept)
 
-        self._fit_problems(X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
+        with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
+            self._fit_problems(X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
         return self
 
     def predict(self, X):
@@ -141,6 +143,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     def score(self, X, y=None, sample_weight=None):
         """Coefficient of determination R²; for dask input computed in one pass."""
         if y is None:
+            check_index_base(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
             X_rb, _ = self._validate_predict_input(X)

@@ -53,6 +53,26 @@ def make_circles_problem(n: int = 600, p: int = 5, noise: float = 0.1, seed: int
     return X, y
 
 
+def zero_based_libsvm_files(tmp_path: Path) -> dict[str, Path]:
+    """A training file with indices 0-3 and a zero-based test file that never uses feature 0.
+
+    The label is the sign of x1 - x2; feature 0 is noise.  Read as one-based, the
+    test file's columns shift by one and the model sees x2 - x3 instead.
+    """
+    rng = np.random.default_rng(3)
+    paths = {}
+    for name, n, with_zero in (("train", 1500, True), ("test", 600, False)):
+        X = rng.random((n, 4))
+        if not with_zero:
+            X[:, 0] = 0.0
+        y = np.where(X[:, 1] > X[:, 2], 1, -1)
+        with open(tmp_path / f"{name}.libsvm", "w") as f:
+            for xi, yi in zip(X, y):
+                f.write(f"{yi:+d} " + " ".join(f"{j}:{v:.6f}" for j, v in enumerate(xi) if v) + "\n")
+        paths[name] = tmp_path / f"{name}.libsvm"
+    return paths
+
+
 @pytest.fixture
 def circles():
     return make_circles_problem()

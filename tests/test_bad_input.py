@@ -13,7 +13,7 @@ import zarr
 import dsvm
 from dsvm.metrics import evaluate
 
-from conftest import make_circles_problem
+from conftest import make_circles_problem, zero_based_libsvm_files
 
 
 @pytest.fixture
@@ -25,6 +25,12 @@ def dataset(tmp_path):
 def test_labels_not_among_the_declared_classes(dataset):
     group = zarr.open_group(str(dataset.path), mode="r+")
     group.attrs["classes"] = [-1, 2]  # hand-edited: y really holds -1 and 1
+    with pytest.raises(dsvm.InvalidDatasetError, match="attributes were changed after it was written"):
+        dsvm.open_dataset(dataset.path)
+    # a version-1 dataset has no seal: the labels are checked against the classes when read
+    for key in ("seal", "checksums"):
+        del group.attrs[key]
+    group.attrs["format_version"] = 1
     ds = dsvm.open_dataset(dataset.path)
     with pytest.raises(ValueError, match="not among the classes"):
         dsvm.NystroemSVC(n_components=20).fit(ds)
@@ -61,3 +67,36 @@ def test_hand_edited_dataset_shape_is_detected(dataset):
     group.attrs["n_samples"] = 399
     with pytest.raises(dsvm.InvalidDatasetError):
         dsvm.open_dataset(dataset.path)
+
+
+# The indexing base of LIBSVM files ------------------------------------------------------------
+def test_test_set_read_with_another_index_base_is_refused(tmp_path):
+    from sklearn.datasets import load_svmlight_file
+
+    files = zero_based_libsvm_files(tmp_path)
+    train = dsvm.ingest(files["train"], tmp_path / "train.zarr")
+    assert train.attrs["zero_based"] is True and train.attrs["zero_based_from"] == "index 0"
+    model = dsvm.NystroemSVC(n_components=100, C=10, gamma=2.0, random_state=0).fit(train)
+    assert model.zero_based_ is True
+    # "auto" cannot tell that this file is zero-based: it has no index 0
+    test = dsvm.ingest(files["test"], tmp_path / "test.zarr", n_features=4)
+    assert test.attrs["zero_based"] is False and test.attrs["zero_based_from"] == "no index 0"
+    dsvm.save_model(model, tmp_path / "m.npz")
+    loaded = dsvm.load_model(tmp_path / "m.npz")
+    assert loaded.zero_based_ is True
+    for m in (model, loaded):
+        for use in (evaluate, lambda mdl, ds: mdl.predict(ds), lambda mdl, ds: mdl.score(ds)):
+            with pytest.raises(ValueError, match=r"read as one-based \(guessed: the file has no feature index 0\), "
+                                                 r"but the model was trained on a file with zero-based"):
+                use(m, test)
+    # read like the training data, the test set gives the accuracy of the correctly read arrays
+    good = dsvm.ingest(files["test"], tmp_path / "good.zarr", like=train)
+    assert good.attrs["zero_based"] is True and good.attrs["zero_based_from"] == "reference"
+    X_ref, y_ref = load_svmlight_file(str(files["test"]), n_features=4, zero_based=True)
+    expected = model.score(X_ref.toarray(), y_ref)
+    assert expected > 0.95
+    assert evaluate(loaded, good)["accuracy"] == pytest.approx(expected)
+    same = dsvm.ingest(files["test"], tmp_path / "same.zarr", like=loaded)
+    assert same.attrs["zero_based"] is True and same.n_features == 4
+    with pytest.raises(ValueError, match="zero_based=False contradicts"):
+        dsvm.ingest(files["test"], tmp_path / "x.zarr", like=train, zero_based=False)

@@ -135,3 +135,73 @@ report: {{plots: true}}
     assert len(report["cv_results"]) == 4
     assert "cv_heatmap.png" in report["plots"]
     assert "Cross-validated search" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_pipeline_reads_the_test_file_like_the_training_file(tmp_path):
+    """A zero-based test file without feature 0 is read zero-based, like the training file."""
+    from conftest import zero_based_libsvm_files
+
+    files = zero_based_libsvm_files(tmp_path)
+    spec = tmp_path / "p.yaml"
+    spec.write_text(f"""
+name: base
+output: {tmp_path / 'out'}
+data:
+  train: {{source: {files['train']}, format: libsvm}}
+  test: {{source: {files['test']}, format: libsvm, n_features: 4}}
+model:
+  params: {{n_components: 100, C: 10, gamma: 2.0, random_state: 0}}
+""")
+    assert _run("run", spec, "--workers", 1) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["evaluation"]["accuracy"] > 0.95
+    test = dsvm.open_dataset(tmp_path / "out" / "data" / "test.zarr")
+    assert test.attrs["zero_based"] is True and test.attrs["zero_based_from"] == "reference"
+
+
+def test_ingest_like_a_model(tmp_path, capsys):
+    from conftest import zero_based_libsvm_files
+
+    files = zero_based_libsvm_files(tmp_path)
+    assert _run("train", files["train"], "--model", tmp_path / "m.npz", "-k", 50, "--workers", 1) == 0
+    assert _run("ingest", files["test"], tmp_path / "auto.zarr", "--n-features", 4, "--no-progress") == 0
+    capsys.readouterr()
+    assert _run("evaluate", tmp_path / "m.npz", tmp_path / "auto.zarr", "--workers", 1) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "read as one-based" in err[0] and "--like MODEL" in err[0]
+    assert _run("ingest", files["test"], tmp_path / "t.zarr", "--like", tmp_path / "m.npz", "--no-progress") == 0
+    test = dsvm.open_dataset(tmp_path / "t.zarr")
+    assert test.attrs["zero_based"] is True and test.n_features == 4
+    assert _run("evaluate", tmp_path / "m.npz", tmp_path / "t.zarr", "--json", "--workers", 1) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] > 0.9
+
+
+def test_damaged_input_files_are_one_line_errors(tmp_path, libsvm_files, capsys):
+    import lzma
+
+    train, _ = libsvm_files
+    broken = tmp_path / "train.libsvm.xz"
+    broken.write_bytes(lzma.compress(train.read_bytes())[:-100])
+    spec = tmp_path / "p.yaml"
+    spec.write_text(f"""
+name: broken
+output: {tmp_path / 'out'}
+data:
+  train: {{source: {broken}, format: libsvm}}
+model:
+  params: {{n_components: 20}}
+""")
+    np.save(tmp_path / "X.npy", np.ones((3, 2)))
+    np.save(tmp_path / "y.npy", np.array(["a", "b", "a"]))
+    np.save(tmp_path / "c.npy", np.ones((3, 2)) * 1j)
+    for argv, expected in [
+        (("ingest", broken, tmp_path / "d.zarr"), f"{broken}: the xz data is truncated"),
+        (("run", spec, "--workers", 1), f"{broken}: the xz data is truncated"),
+        (("ingest", tmp_path / "X.npy", tmp_path / "e.zarr", "--labels", tmp_path / "y.npy"), "are not numbers"),
+        (("ingest", tmp_path / "c.npy", tmp_path / "f.zarr", "--labels", tmp_path / "y.npy"), "complex numbers"),
+    ]:
+        capsys.readouterr()
+        assert _run(*argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and expected in err[0], err
+    assert not (tmp_path / "d.zarr").exists()

@@ -88,3 +88,209 @@ def test_prediction_blocks_are_cut_to_the_task_budget_like_the_fit():
         assert dec.numblocks[0] >= 4 and max(dec.chunks[0]) <= 1000
         np.testing.assert_allclose(dec.compute(), m.decision_function(X), rtol=1e-5, atol=1e-6)
         assert m.score(Xd, da.from_array(y, chunks=4000)) == m.score(X, y)
+
+
+# Scratch stores are named per run, marked with their owner and cleaned on SIGTERM, or later --------
+def _only_store(scratch):
+    stores = [p for p in scratch.iterdir() if p.name.startswith("dsvm-features-")]
+    assert len(stores) == 1, stores
+    return stores[0]
+
+
+def test_sigterm_during_a_fit_removes_the_scratch_store(tmp_path, data, monkeypatch):
+    import signal
+
+    from dsvm._signals import Terminated
+    from dsvm.operator import SquaredHingeOperator
+    from dsvm.scratch import read_owner
+
+    Xd, yd, X, y = data
+    seen = {}
+
+    def terminate(self, *args, **kwargs):
+        store = _only_store(tmp_path)
+        seen["owner"] = read_owner(store)
+        # only a handler of dsvm's makes SIGTERM clean up; the default action would end this process
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the fit")
+
+    monkeypatch.setattr(SquaredHingeOperator, "evaluate", terminate)
+    before = signal.getsignal(signal.SIGTERM)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        with pytest.raises(Terminated) as stopped:
+            NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert seen["owner"]["pid"] == os.getpid() and seen["owner"]["kind"] == "features"
+    assert os.listdir(tmp_path) == []
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_disk_full_in_the_scratch_store(tmp_path, data, monkeypatch):
+    import errno
+
+    import dsvm.blockwise
+    from dsvm.io import DiskFullError
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    Xd, yd, X, y = data
+    monkeypatch.setattr(dsvm.blockwise, "_write_zarr_block", full)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        with pytest.raises(DiskFullError, match=r"no space left on the device while writing the scratch feature "
+                                                r"store .*needs about .*DASK_DSVM__SCRATCH_DIRECTORY"):
+            NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+    assert os.listdir(tmp_path) == []
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_stores_are_removed_by_the_next_run_and_by_dsvm_clean(tmp_path, data, capsys):
+    import json
+
+    from dsvm.cli import main
+    from dsvm.scratch import OWNER_FILE, mark_owner
+
+    Xd, yd, X, y = data
+    scratch = tmp_path / "scratch"
+    for name in ("dsvm-features-1-a.zarr", "dsvm-features-2-b.zarr", "dsvm-features-3-c.zarr"):
+        (scratch / name / "block-0").mkdir(parents=True)
+        mark_owner(scratch / name, "features")
+    stale, other_host, alive = (scratch / n for n in ("dsvm-features-1-a.zarr", "dsvm-features-2-b.zarr",
+                                                      "dsvm-features-3-c.zarr"))
+    for folder, change in ((stale, {"pid": _dead_pid()}), (other_host, {"pid": _dead_pid(), "host": "elsewhere"})):
+        marker = json.loads((folder / OWNER_FILE).read_text())
+        (folder / OWNER_FILE).write_text(json.dumps({**marker, **change}))
+    unmarked = scratch / "dsvm-features-4-d.zarr"
+    unmarked.mkdir()
+    with dask.config.set({"dsvm.scratch-directory": str(scratch)}):
+        NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+    assert sorted(p.name for p in scratch.iterdir()) == sorted(p.name for p in (other_host, alive, unmarked))
+
+    # leftovers next to datasets and models: an ingest's folder, a checkpoint's temporary file
+    project = tmp_path / "project"
+    (project / "data" / ".train.zarr.x1.dsvm-tmp" / "store").mkdir(parents=True)
+    mark_owner(project / "data" / ".train.zarr.x1.dsvm-tmp", "ingest")
+    marker = json.loads((project / "data" / ".train.zarr.x1.dsvm-tmp" / OWNER_FILE).read_text())
+    (project / "data" / ".train.zarr.x1.dsvm-tmp" / OWNER_FILE).write_text(json.dumps({**marker, "pid": _dead_pid()}))
+    dead_tmp = project / f".ck.npz.tmp-{_dead_pid()}"
+    dead_tmp.write_bytes(b"")
+    os.utime(dead_tmp, (1e9, 1e9))
+    live_tmp = project / f".m.npz.tmp-{os.getpid()}"
+    live_tmp.write_bytes(b"")
+    keep = [project / "notes.tmp-1", project / "data" / "x.zarr"]
+    keep[0].write_text("not dsvm's")
+    keep[1].mkdir()
+    capsys.readouterr()
+    assert main(["-q", "clean", str(project), str(scratch), "--dry-run"]) == 0
+    assert (project / "data" / ".train.zarr.x1.dsvm-tmp").exists() and dead_tmp.exists()
+    assert main(["-q", "clean", str(project), str(scratch)]) == 0
+    out = capsys.readouterr().out
+    assert not (project / "data" / ".train.zarr.x1.dsvm-tmp").exists() and not dead_tmp.exists()
+    assert live_tmp.exists() and all(p.exists() for p in keep)
+    assert other_host.exists() and alive.exists() and unmarked.exists()
+    assert f"removed  {dead_tmp}" in out and "another host, kept" in out and "no dsvm owner marker" in out
+
+
+def _train_until_the_solve(tmp_path, data_file):
+    """A real ``dsvm train`` (a LIBSVM file, so it also makes a temporary dataset) that waits in its
+    first Newton pass, its scratch store written; returns the process and the store."""
+    import subprocess
+    import sys
+    import time
+
+    ready = tmp_path / "ready"
+    script = tmp_path / "pausing_train.py"
+    script.write_text(f"""
+import pathlib, sys, time
+import dsvm.operator as op
+
+evaluate = op.SquaredHingeOperator.evaluate
+
+def wait_in_the_solve(self, *args, **kwargs):
+    pathlib.Path({str(ready)!r}).write_text("in the solve")
+    time.sleep(120)
+    return evaluate(self, *args, **kwargs)
+
+if __name__ == "__main__":  # not in the worker processes, which import this file again
+    op.SquaredHingeOperator.evaluate = wait_in_the_solve
+    from dsvm.cli import main
+
+    sys.exit(main(sys.argv[1:]))
+""")
+    env = dict(os.environ, DASK_DSVM__SCRATCH_DIRECTORY=str(tmp_path / "scratch"), TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "-q", "train", str(data_file), "--model", str(tmp_path / "m.npz"),
+         "--feature-store", "zarr", "-k", "20", "--workers", "1", "--threads-per-worker", "1"],
+        env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.communicate()[0].decode()[-3000:] if proc.poll() is not None else ""
+            from procs import stop
+
+            stop([proc])
+            pytest.fail(f"dsvm train did not reach the solve:\n{out}")
+        time.sleep(0.1)
+    return proc, _only_store(tmp_path / "scratch")
+
+
+@pytest.fixture
+def train_file(tmp_path):
+    X, y = make_circles_problem(n=500, seed=3)
+    path = tmp_path / "train.libsvm"
+    path.write_text("".join(f"{yi:+d} " + " ".join(f"{j + 1}:{v:.5f}" for j, v in enumerate(xi)) + "\n"
+                            for xi, yi in zip(X, y)))
+    return path
+
+
+@pytest.mark.slow
+def test_sigterm_to_dsvm_train_leaves_nothing(tmp_path, train_file):
+    import signal
+
+    from procs import stop
+
+    proc, store = _train_until_the_solve(tmp_path, train_file)
+    assert [p.name.startswith("dsvm-train-") for p in (tmp_path / "tmp").glob("dsvm-*")] == [True]
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        stop([proc])  # the local cluster's workers, if any are left
+    assert not store.exists() and os.listdir(tmp_path / "scratch") == []
+    assert not [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("dsvm-")]
+    assert not (tmp_path / "m.npz").exists()
+
+
+@pytest.mark.slow
+def test_kill_9_leftovers_are_removed_by_the_next_run_and_dsvm_clean(tmp_path, train_file, data, capsys):
+    import signal
+
+    from dsvm.cli import main
+    from dsvm.scratch import read_owner
+
+    from procs import stop
+
+    proc, store = _train_until_the_solve(tmp_path, train_file)
+    stop([proc], signal.SIGKILL)
+    assert store.exists() and read_owner(store)["pid"] == proc.pid
+    (train_tmp,) = (tmp_path / "tmp").glob("dsvm-*")  # besides Dask's own dask-scratch-space
+    assert train_tmp.name.startswith("dsvm-train-") and read_owner(train_tmp)["kind"] == "train"
+    Xd, yd, _, _ = data
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path / "scratch")}):
+        NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+    assert not store.exists()
+    capsys.readouterr()
+    assert main(["-q", "clean", str(tmp_path / "tmp")]) == 0
+    assert not train_tmp.exists()
+    assert f"removed  {train_tmp}  (train: pid {proc.pid} on" in capsys.readouterr().out

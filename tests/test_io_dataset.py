@@ -51,7 +51,7 @@ def test_dense_dataset(dense_ds, problem):
     np.testing.assert_array_equal(ds.classes, [-1.0, 1.0])
     np.testing.assert_array_equal(ds.class_counts, [np.sum(y == -1), np.sum(y == 1)])
     np.testing.assert_array_equal(ds.X[250:650, 2:5].compute(), X[250:650, 2:5].astype(np.float32))
-    assert ds.attrs["format"] == "dsvm-dataset" and ds.attrs["format_version"] == 1
+    assert ds.attrs["format"] == "dsvm-dataset" and ds.attrs["format_version"] == 2
 
 
 def test_sparse_dataset(sparse_ds, problem):
@@ -128,7 +128,7 @@ def test_open_detects_damaged_layout(tmp_path, dense_ds, sparse_ds):
 
     copy = Path(shutil.copytree(dense_ds.path, tmp_path / "b.zarr"))
     _edit_attrs(copy, n_samples=999)
-    with pytest.raises(InvalidDatasetError, match="n_chunks=4 does not match|has shape"):
+    with pytest.raises(InvalidDatasetError, match="n_chunks=4 does not match|has shape|class counts add up to 1000"):
         open_dataset(copy)
 
     copy = Path(shutil.copytree(dense_ds.path, tmp_path / "c.zarr"))
@@ -193,6 +193,90 @@ def test_damaged_label_chunk(tmp_path, dense_ds):
     _chunk_file(root, "y", 0).unlink()
     with pytest.raises(InvalidDatasetError, match=r"chunk 0 of y \(rows 0-299\) is corrupted: missing labels"):
         open_dataset(root).y.compute()
+
+
+# A chunk must hold what was written at its position ------------------------------------------
+@pytest.mark.parametrize("which, array", [("dense", "X"), ("dense", "y"), ("sparse", "X/indices"),
+                                          ("sparse", "X/data"), ("sparse", "X/indptr")])
+def test_swapped_chunk_files_are_detected(tmp_path, dense_ds, sparse_ds, which, array):
+    source = dense_ds if which == "dense" else sparse_ds
+    root = Path(shutil.copytree(source.path, tmp_path / "copy.zarr"))
+    index = (0,) if array == "y" else (0, 0)
+    first, second = _chunk_file(root, array, *index), _chunk_file(root, array, 1, *index[1:])
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    ds = open_dataset(root)
+    np.testing.assert_array_equal(ds.y.blocks[2].compute(), source.y.blocks[2].compute())
+    name = "y" if array == "y" else "X"
+    # swapped row pointers may already disagree with the chunk's entry count
+    what = "(does not hold what was written|is corrupted: invalid row pointers)" if array == "X/indptr" else \
+        "does not hold what was written"
+    with pytest.raises(InvalidDatasetError, match=rf"chunk 0 of {name} \(rows 0-299\) {what}"):
+        getattr(ds, name).blocks[0].compute()
+
+
+def test_version1_datasets_are_still_read(tmp_path, sparse_ds, problem):
+    X, y = problem
+    root = Path(shutil.copytree(sparse_ds.path, tmp_path / "v1.zarr"))
+    doc = json.loads((root / "zarr.json").read_text())
+    for key in ("checksums", "seal"):
+        del doc["attributes"][key]
+    doc["attributes"]["format_version"] = 1
+    (root / "zarr.json").write_text(json.dumps(doc))
+    Xr, yr = open_dataset(root).load()
+    np.testing.assert_array_equal(Xr.toarray(), X.astype(np.float32))
+    np.testing.assert_array_equal(yr, y)
+
+
+def test_edited_classes_are_refused(tmp_path, dense_ds):
+    import dsvm
+
+    root = Path(shutil.copytree(dense_ds.path, tmp_path / "copy.zarr"))
+    _edit_attrs(root, classes=[-1, 1, 2])
+    with pytest.raises(InvalidDatasetError, match="'classes' lists 3 labels but 'class_counts' has 2"):
+        dsvm.NystroemSVC(n_components=20).fit(open_dataset(root))
+    counts = dense_ds.attrs["class_counts"]
+    _edit_attrs(root, classes=[-1, 1, 2], class_counts=[counts[0] - 1, counts[1], 1])
+    with pytest.raises(InvalidDatasetError, match="attributes were changed after it was written"):
+        open_dataset(root)
+
+
+def test_raised_sparse_width_is_refused(tmp_path):
+    rng = np.random.default_rng(1)
+    X = sp.random(200, 50, density=0.05, random_state=2, format="csr")
+    ds = write_dataset(tmp_path / "s.zarr", X, rng.integers(0, 2, 200), dense=False)
+    _edit_attrs(ds.path, n_features=60)
+    with pytest.raises(InvalidDatasetError, match="attributes were changed after it was written"):
+        open_dataset(ds.path)
+
+
+def test_dataset_replaced_during_a_fit_is_detected(tmp_path, monkeypatch):
+    """``ingest(..., overwrite=True)`` onto the dataset a fit reads, at Newton iteration 2."""
+    import dsvm
+    from dsvm.operator import SquaredHingeOperator
+
+    from conftest import make_circles_problem
+
+    X, y = make_circles_problem(n=2000, seed=1)
+    X2, y2 = make_circles_problem(n=2000, seed=2)
+    path = tmp_path / "d.zarr"
+    ds = write_dataset(path, X, y, chunk_rows=500)
+    passes = []
+    evaluate = SquaredHingeOperator.evaluate
+
+    def replace_at_second_pass(self, *args, **kwargs):
+        passes.append(1)
+        if len(passes) == 2:
+            write_dataset(path, X2, -y2, chunk_rows=500, overwrite=True)
+        return evaluate(self, *args, **kwargs)
+
+    monkeypatch.setattr(SquaredHingeOperator, "evaluate", replace_at_second_pass)
+    clf = dsvm.NystroemSVC(n_components=30, feature_store="recompute", random_state=0,
+                           solver_options={"warm_start": "none"})
+    with pytest.raises(InvalidDatasetError, match=rf"{path}: chunk \d of y .* does not hold what was written"):
+        clf.fit(ds)
+    assert len(passes) == 2
 
 
 # Workers of a distributed cluster read the chunks themselves ---------------------------------

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import bz2
+import errno
 import gzip
 import lzma
 import os
+
+import re
 
 import dask.array as da
 import numpy as np
@@ -14,7 +17,7 @@ import scipy.sparse as sp
 from conftest import data_file
 
 import dsvm.io
-from dsvm.io import ingest, open_dataset, write_dataset
+from dsvm.io import DiskFullError, InputFileError, ingest, open_dataset, write_dataset
 
 # rows, documented features, class counts (SOURCES.md); max index where smaller
 BENCHMARK_SETS = {
@@ -211,6 +214,119 @@ def test_csv_errors(tmp_path):
         with pytest.raises(ValueError, match=r"^bad\.csv:4: '" + bad.decode() + r"' \(field 2\) is not a finite number"):
             ingest(src, tmp_path / "d.zarr")
     assert sorted(os.listdir(tmp_path)) == ["bad.csv"]
+
+
+# The first CSV row is data unless it cannot be -----------------------------------------------
+CSV_ROWS = b"-1,1.5,0.1\n1,2.5,0.3\n-1,0.5,0.2\n"
+
+
+@pytest.mark.parametrize("first, expected", [
+    (b"\xef\xbb\xbf1,0.5,2.0", [1.0, 0.5, 2.0]),  # UTF-8 byte order mark
+    (b'"1",0.5,2.0', [1.0, 0.5, 2.0]),  # a quoted number
+    (b'"1","0.5","2e0"', [1.0, 0.5, 2.0]),
+    (b"1,,2.0", "an empty field (field 2)"),
+    (b"1,NA,2.0", "cannot parse 'NA' (field 2)"),
+    (b"0x10,0.5,2.0", "cannot parse '0x10' (field 1)"),
+    (b"1,0.5,nan", "'nan' (field 3) is not a finite number"),
+    (b"label,NA,2", "cannot parse 'label' (field 1)"),
+])
+@pytest.mark.parametrize("compress", [False, True])
+def test_csv_first_row_is_data_unless_it_cannot_be(tmp_path, first, expected, compress):
+    text = first + b"\n" + CSV_ROWS
+    src = tmp_path / ("b.csv.gz" if compress else "b.csv")
+    src.write_bytes(gzip.compress(text) if compress else text)
+    if isinstance(expected, str):  # not data and not a header: an error naming the file and line 1
+        with pytest.raises(InputFileError, match=rf"^{src.name}:1: {re.escape(expected)}"):
+            ingest(src, tmp_path / "d.zarr")
+        assert sorted(os.listdir(tmp_path)) == [src.name]
+        return
+    ds = ingest(src, tmp_path / "d.zarr")
+    X, y = ds.load()
+    assert ds.n_samples == 4 and "feature_names" not in ds.attrs
+    np.testing.assert_array_equal(y, [expected[0], -1, 1, -1])
+    np.testing.assert_array_equal(X[0], np.float32(expected[1:]))
+
+
+def test_csv_header_only_when_every_field_is_a_name(tmp_path):
+    src = tmp_path / "h.csv"
+    src.write_bytes(b'\xef\xbb\xbf"label",f1,"f 2"\n' + CSV_ROWS)
+    ds = ingest(src, tmp_path / "a.zarr", label_column="label")
+    assert ds.n_samples == 3 and ds.attrs["feature_names"] == ["f1", "f 2"]
+    src.write_bytes(b"y,1,2\n" + CSV_ROWS)  # numbers as column names: say it is a header
+    with pytest.raises(InputFileError, match=r"h\.csv:1: cannot parse 'y'.*pass header=True"):
+        ingest(src, tmp_path / "b.zarr")
+    assert ingest(src, tmp_path / "c.zarr", header=True).n_samples == 3
+
+
+# Damaged compressed files, odd .npy files, a full disk: one clear error ---------------------------
+@pytest.mark.parametrize("kind, module", [("gz", gzip), ("xz", lzma), ("bz2", bz2)])
+@pytest.mark.parametrize("damage", ["truncated", "corrupted"])
+def test_damaged_compressed_file_is_named(tmp_path, kind, module, damage):
+    raw = module.compress(TEXT * 2000)
+    if damage == "truncated":
+        raw = raw[: len(raw) // 2]
+    else:
+        mid = len(raw) // 2
+        raw = raw[:mid] + bytes([raw[mid] ^ 0x55]) + raw[mid + 1:]
+    src = tmp_path / f"train.libsvm.{kind}"
+    src.write_bytes(raw)
+    with pytest.raises(InputFileError, match=rf"^{re.escape(str(src))}: the \w+ data is (truncated|corrupted)"):
+        ingest(src, tmp_path / "d.zarr")
+    assert sorted(os.listdir(tmp_path)) == [src.name]
+    csv = tmp_path / f"t.csv.{kind}"
+    csv.write_bytes(module.compress(b"y,a\n" + b"1,2\n" * 30000)[:-40])
+    with pytest.raises(InputFileError, match=rf"{re.escape(str(csv))}: the \w+ data is"):
+        ingest(csv, tmp_path / "c.zarr")
+
+
+def test_npy_that_holds_no_real_numbers(tmp_path):
+    X = np.ones((4, 2))
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "complex.npy", X + 1j)
+    np.save(tmp_path / "names.npy", np.array(["cat", "dog", "cat", "dog"]))
+    np.save(tmp_path / "objects.npy", np.array([{}, 1, 2, 3], dtype=object), allow_pickle=True)
+    (tmp_path / "junk.npy").write_bytes(b"not an array")
+    with pytest.raises(InputFileError, match=r"complex\.npy: X holds complex numbers; dsvm needs real numbers"):
+        ingest(tmp_path / "complex.npy", tmp_path / "a.zarr", y=np.zeros(4))
+    with pytest.raises(InputFileError, match=r"names\.npy: labels of dtype <U3 are not numbers.*LabelEncoder"):
+        ingest((tmp_path / "X.npy", tmp_path / "names.npy"), tmp_path / "b.zarr")
+    for bad in ("objects.npy", "junk.npy"):
+        with pytest.raises(InputFileError, match=rf"{bad}: not a readable \.npy array of numbers"):
+            ingest((tmp_path / "X.npy", tmp_path / bad), tmp_path / "c.zarr")
+    assert not any(name.endswith(".zarr") or "dsvm-tmp" in name for name in os.listdir(tmp_path))
+
+
+@pytest.mark.parametrize("stage", ["staging", "store"])
+def test_disk_full_during_ingest_names_the_target(tmp_path, monkeypatch, stage):
+    import zarr.storage
+
+    import dsvm.io.sources as sources
+
+    src = tmp_path / "t.libsvm"
+    src.write_bytes(TEXT * 500)
+    full = OSError(errno.ENOSPC, "No space left on device")
+    if stage == "staging":
+        def save(*args, **kwargs):
+            raise full
+        monkeypatch.setattr(sources.np, "save", save)
+    else:
+        real_set = zarr.storage.LocalStore.set
+
+        async def set_fills_up(self, key, value, *args, **kwargs):
+            if key.startswith("X/") and "/c/" in key:
+                raise full
+            return await real_set(self, key, value, *args, **kwargs)
+        monkeypatch.setattr(zarr.storage.LocalStore, "set", set_fills_up)
+    target = tmp_path / "out" / "d.zarr"
+    with pytest.raises(DiskFullError) as err:
+        ingest(src, target, block_bytes=1000, dense=True)
+    message = str(err.value)
+    assert message.startswith(f"{target}: no space left on the device while writing the dataset (")
+    assert "free" in message and "nothing was written" in message
+    if stage == "store":
+        assert "the dataset needs about" in message
+    assert err.value.errno == errno.ENOSPC
+    assert os.listdir(tmp_path / "out") == []
 
 
 def test_npy_sources(tmp_path):

@@ -171,3 +171,29 @@ def test_checkpoint_of_other_data_or_parameters_is_refused(tmp_path, dataset):
     fresh = dsvm.NystroemSVC(**{**PARAMS, "n_components": 40}).fit(X, y)
     np.testing.assert_allclose(done.coef_, fresh.coef_, rtol=1e-10, atol=1e-12)
     assert not ckpt.exists()
+
+
+def test_workers_killed_for_memory_give_a_one_line_error(tmp_path, capsys):
+    """``dsvm predict`` on a dataset whose stored chunk does not fit a worker: one line naming the
+    workers' memory and what a task needs, not a KilledWorker traceback."""
+    from dsvm.cli import main
+
+    rng = np.random.default_rng(0)
+    p = 1500
+    model = dsvm.NystroemSVC(n_components=20, random_state=0).fit(rng.random((300, p)), rng.integers(0, 2, 300))
+    dsvm.save_model(model, tmp_path / "m.npz")
+    n = 100_000  # one stored chunk of 572 MiB (a few MB compressed: all ones)
+    dsvm.write_dataset(tmp_path / "big.zarr", np.ones((n, p), dtype=np.float32), np.zeros(n, dtype=np.int64),
+                       chunk_rows=n)
+    capsys.readouterr()
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        status = main(["-q", "predict", str(tmp_path / "m.npz"), str(tmp_path / "big.zarr"), "--out",
+                       str(tmp_path / "p.npy"), "--workers", "1", "--threads-per-worker", "1",
+                       "--memory-limit", "400MiB"])
+    assert status == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dsvm ")]
+    assert len(err) == 1, err
+    assert "Dask workers died 2 times running the same task" in err[0]
+    assert "Each worker has 400.0 MiB of memory" in err[0]
+    assert "needs about" in err[0] and "a stored chunk of 572.2 MiB read whole" in err[0]
+    assert not (tmp_path / "p.npy").exists()

@@ -12,6 +12,7 @@ chunking rules in :mod:`dsvm.io.writer`; the LIBSVM dialect accepted in
 """
 
 from .dataset import Dataset, open_dataset
+from .errors import DiskFullError, InputFileError
 from .ingestion import ingest
 from .layout import FORMAT_NAME, FORMAT_VERSION, InvalidDatasetError
 from .synthetic import make_classification_zarr
@@ -24,6 +25,8 @@ __all__ = [
     "write_dataset",
     "make_classification_zarr",
     "InvalidDatasetError",
+    "InputFileError",
+    "DiskFullError",
     "FORMAT_NAME",
     "FORMAT_VERSION",
 ]

@@ -7,6 +7,11 @@ on a filesystem the workers share).  Nothing but metadata and the per-chunk
 entry counts of a sparse ``X`` is read when opening.  Every chunk is checked
 when it is read; a corrupted or missing chunk raises
 :class:`~dsvm.io.layout.InvalidDatasetError` naming the chunk and its rows.
+
+The readers keep the chunk checksums found when the dataset was opened and
+compare every chunk they read with them, so a chunk that moved, or a dataset
+replaced while a fit still reads it, is an error, never a silent mix of two
+datasets.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from .layout import (
     SPARSE_LAYOUT,
     InvalidDatasetError,
     check_attrs,
+    check_seal,
     chunk_bounds,
+    chunk_checksum,
 )
 
 logger = logging.getLogger(__name__)
@@ -111,6 +118,8 @@ class ChunkReader:
         self.chunk_rows = int(attrs["chunk_rows"])
         self.sparse = bool(attrs["sparse"])
         self.chunk_nnz = chunk_nnz
+        # what the chunks held when the dataset was opened (None for version-1 datasets)
+        self.checksums = (attrs.get("checksums") or {}).get("X" if name.startswith("X") else name)
         if name == "y":
             self.shape: tuple[int, ...] = (self.n_samples,)
             self.dtype = np.dtype(attrs["y_dtype"])
@@ -195,10 +204,19 @@ class ChunkReader:
         try:
             if self.name == "y":
                 out = self._read_y(r0, m)
+                parts = (out,)
             elif self.sparse:
-                out = self._read_csr(i, m)
+                out, parts = self._read_csr(i, m)
             else:
                 out = self._read_dense(r0, m)
+                parts = (out,)
+            if self.checksums is not None and chunk_checksum(i, *parts) != self.checksums[i]:
+                raise InvalidDatasetError(
+                    f"{self._where(i)} does not hold what was written there: its checksum differs from the one "
+                    "recorded when the dataset was written (or when it was opened for this run). Chunk files were "
+                    "moved, swapped or edited, or the dataset was replaced while in use; do not change a dataset "
+                    "while it is read, and write a damaged one again with dsvm.io.ingest()"
+                )
         except InvalidDatasetError:
             raise
         except Exception as exc:  # decoding / checksum / IO errors from zarr
@@ -226,7 +244,8 @@ class ChunkReader:
             raise self._bad(r0 // self.chunk_rows, "missing values (chunk file lost?)")
         return X
 
-    def _read_csr(self, i: int, m: int) -> sp.csr_matrix:
+    def _read_csr(self, i: int, m: int) -> tuple[sp.csr_matrix, tuple[np.ndarray, ...]]:
+        """The CSR chunk, and its arrays as stored (what the checksum covers)."""
         nnz = int(self.chunk_nnz[i])
         indptr = np.asarray(self._array("X/indptr")[i, : m + 1])
         data = np.asarray(self._array("X/data")[i, :nnz])
@@ -237,7 +256,7 @@ class ChunkReader:
             raise self._bad(i, "column indices out of range (chunk file lost?)")
         if np.isnan(data).any():
             raise self._bad(i, "missing values (chunk file lost?)")
-        return sp.csr_matrix((data, indices, indptr), shape=(m, self.n_features))
+        return sp.csr_matrix((data, indices, indptr), shape=(m, self.n_features)), (indptr, indices, data)
 
 
 def _open_group(path: str):
@@ -335,6 +354,7 @@ def open_dataset(path: str | Path) -> Dataset:
         x_arr = _member(group, path, "X", "array")
         _check_array(path, x_arr, "X", (n, p), (rows, max(p, 1)), attrs["dtype"])
 
+    check_seal(path, attrs)
     bounds = chunk_bounds(n, rows)
     row_chunks = tuple(int(c) for c in np.diff(bounds))
     uid = attrs.get("uuid") or path

@@ -30,8 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from ..scratch import claim_folder
 from .atomic import atomic_target, check_target
-from .delimited import looks_like_header, parse_csv_block, split_header
+from .delimited import looks_like_header, parse_csv_block, split_header, strip_bom
+from .errors import InputFileError, disk_full_names
 from .libsvm import LineError, line_at, parse_libsvm_block
 from .progress import ProgressBar, compute_tasks
 from .sources import NpySource, RowSource, StagedSource, save_csr_part, save_part
@@ -44,7 +46,7 @@ from .text import (
     read_range,
     stream_blocks,
 )
-from .writer import check_dtype, write_dataset, write_source
+from .writer import check_dtype, stored_bytes_bound, write_dataset, write_source
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +56,11 @@ FORMATS = ("libsvm", "csv", "npy")
 
 
 # Block tasks (run in worker threads / processes) -------------------------------
-def _libsvm_block(raw: bytes, prefix: str, options: dict) -> dict[str, Any]:
-    """Parse one LIBSVM block into a staging part; errors are returned, not raised."""
+def _libsvm_block(raw: bytes, prefix: str, options: dict, at_start: bool = False) -> dict[str, Any]:
+    """Parse one LIBSVM block into a staging part; errors are returned, not raised.
+
+    ``at_start``: the block begins the file (unused: LIBSVM files have no byte order mark).
+    """
     try:
         block = parse_libsvm_block(raw, **options)
     except LineError as exc:
@@ -78,11 +83,15 @@ def _libsvm_block(raw: bytes, prefix: str, options: dict) -> dict[str, Any]:
 
 
 def _libsvm_range(path: str, start: int, end: int, prefix: str, options: dict) -> dict[str, Any]:
-    return _libsvm_block(read_range(path, start, end), prefix, options)
+    return _libsvm_block(read_range(path, start, end), prefix, options, start == 0)
 
 
-def _csv_block(raw: bytes, prefix: str, options: dict) -> dict[str, Any]:
+def _csv_block(raw: bytes, prefix: str, options: dict, at_start: bool = False) -> dict[str, Any]:
+    """Parse one CSV block into a staging part (``at_start``: the block begins the file, which may
+    start with a byte order mark); errors are returned, not raised."""
     n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") or not raw else 1)
+    if at_start:
+        raw = strip_bom(raw)
     try:
         arr, first_line = parse_csv_block(raw, options["delimiter"], options.get("n_columns"))
     except ValueError as exc:
@@ -109,21 +118,10 @@ def _csv_block(raw: bytes, prefix: str, options: dict) -> dict[str, Any]:
 
 
 def _csv_range(path: str, start: int, end: int, prefix: str, options: dict) -> dict[str, Any]:
-    return _csv_block(read_range(path, start, end), prefix, options)
+    return _csv_block(read_range(path, start, end), prefix, options, start == 0)
 
 
 # Running the parse stage ----------------------------------------------------------
-def _decompressing_reader(path: str):
-    import bz2
-    import gzip
-    import lzma
-
-    raw = open(path, "rb")
-    kind = compression(path)
-    opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "xz": lzma.LZMAFile, "bz2": bz2.BZ2File}[kind]
-    return raw, opener(raw)
-
-
 def _block_bytes(path: str, block_bytes: int | None) -> int:
     """Default: enough blocks to keep every core busy, between 1 MiB and 16 MiB."""
     if block_bytes is not None:
@@ -169,17 +167,17 @@ def _parse_stage(
             return [skipped] + compute_tasks(tasks, weights=[b - a for a, b in ranges], bar=bar)
         results: list[dict[str, Any]] = []
         workers = max(1, min(os.cpu_count() or 1, 8))
-        raw, stream = _decompressing_reader(path)
         done = 0
-        with raw, stream, ThreadPoolExecutor(workers, thread_name_prefix="dsvm-parse") as pool:
+        with open_binary(path) as stream, ThreadPoolExecutor(workers, thread_name_prefix="dsvm-parse") as pool:
             head = stream.read(start) if start else b""
             results.append({"error": None, "part": None, "n_lines": head.count(b"\n"), "n_bytes": len(head)})
             pending: deque = deque()
             for k, block in enumerate(stream_blocks(stream, block_bytes)):
-                pending.append(pool.submit(block_task, block, str(staging / f"part-{k:06d}"), options))
+                pending.append(pool.submit(block_task, block, str(staging / f"part-{k:06d}"), options,
+                                           k == 0 and not start))
                 while len(pending) > workers:
                     results.append(pending.popleft().result())
-                pos = raw.tell()
+                pos = stream.compressed_position()
                 bar.update(pos - done)
                 done = pos
             while pending:
@@ -195,7 +193,7 @@ def _raise_first_error(name: str, results: list[dict[str, Any]]) -> None:
     for res in results:
         if res["error"] is not None:
             line, message = res["error"]
-            raise ValueError(f"{name}:{offset + line}: {message}")
+            raise InputFileError(f"{name}:{offset + line}: {message}")
         offset += res["n_lines"]
 
 
@@ -208,7 +206,8 @@ def _line_offsets(results: list[dict[str, Any]]) -> list[int]:
 
 
 # Formats -----------------------------------------------------------------------------
-def _ingest_libsvm(path, work, *, n_features, zero_based, dtype, block_bytes, progress):
+def _ingest_libsvm(path, work, *, n_features, zero_based, base_from, dtype, block_bytes, progress):
+    """``base_from``: where an explicit ``zero_based`` came from (recorded as ``zero_based_from``)."""
     name = Path(path).name
     options = {"dtype": dtype.str, "zero_based": zero_based, "n_features": n_features}
     results = _parse_stage(path, work / "staging", _libsvm_block, _libsvm_range, options, block_bytes, progress)
@@ -217,6 +216,10 @@ def _ingest_libsvm(path, work, *, n_features, zero_based, dtype, block_bytes, pr
     with_features = [r for r in results if r.get("max_index", -1) >= 0]
     if zero_based == "auto":
         zero_based = bool(with_features) and min(r["min_index"] for r in with_features) == 0
+        base_from = "index 0" if zero_based else "no index 0"
+        if not zero_based:
+            logger.info("%s: no feature index 0, indices read as one-based (if the file is zero-based, pass "
+                        "zero_based=True, or like= the training dataset or model)", name)
     max_index, line, text = -1, 0, b""
     for off, res in zip(offsets, results):
         if res.get("max_index", -1) > max_index:
@@ -227,32 +230,34 @@ def _ingest_libsvm(path, work, *, n_features, zero_based, dtype, block_bytes, pr
     elif needed > n_features:
         base = "zero" if zero_based else "one"
         shown = text.rstrip(b"\r").decode("utf-8", "replace")[:120]
-        raise ValueError(
+        raise InputFileError(
             f"{name}:{line}: feature index {max_index} is out of range for n_features={n_features} "
             f"({base}-based indices) in line {shown!r}"
         )
     parts = [r["part"] for r in results if r["part"] is not None]
     source = StagedSource(parts, n_features=n_features, y_dtype=np.float64, index_shift=0 if zero_based else 1)
-    return source, {"zero_based": bool(zero_based)}
+    return source, {"zero_based": bool(zero_based), "zero_based_from": base_from}
 
 
-def _first_line(path: str) -> bytes:
+def _first_line(path: str) -> tuple[bytes, int]:
+    """The first line holding data (not blank, not only a comment) and its 1-based number."""
     with open_binary(path) as f:
-        for line in f:
-            if line.split(b"#", 1)[0].strip():
-                return line
-    return b""
+        for number, line in enumerate(f, start=1):
+            if strip_bom(line).split(b"#", 1)[0].strip():
+                return line, number
+    return b"", 0
 
 
 def _ingest_csv(path, work, *, label_column, header, delimiter, dtype, block_bytes, progress, n_features):
     name = Path(path).name
-    first = _first_line(path)
-    if header == "auto":
+    first, first_number = _first_line(path)
+    guessed = header == "auto"
+    if guessed:
         header = looks_like_header(first, delimiter)
     names = split_header(first, delimiter) if header else None
     if isinstance(label_column, str):
         if not names or label_column not in names:
-            raise ValueError(f"{name}: no column named {label_column!r} in the header {names}")
+            raise InputFileError(f"{name}: no column named {label_column!r} in the header {names}")
         label_column = names.index(label_column)
     options: dict[str, Any] = {"delimiter": delimiter, "label_column": label_column, "dtype": dtype.str}
     if names:
@@ -266,22 +271,24 @@ def _ingest_csv(path, work, *, label_column, header, delimiter, dtype, block_byt
                     break
     results = _parse_stage(path, work / "staging", _csv_block, _csv_range, options, block_bytes, progress, start)
     offsets = _line_offsets(results)
-    for off, res in zip(offsets, results):
-        if res["error"] is not None:
-            line, message = res["error"]
-            raise ValueError(f"{name}:{off + line}: {message}")
+    try:
+        _raise_first_error(name, results)
+    except InputFileError as exc:
+        if guessed and not header and str(exc).startswith(f"{name}:{first_number}:"):
+            raise InputFileError(f"{exc}; if that line is a header, pass header=True (CLI: --header true)") from None
+        raise
     widths = {r["n_columns"] for r in results if r.get("n_columns")}
     if len(widths) > 1:
         want = next(r["n_columns"] for r in results if r.get("n_columns"))
         for off, res in zip(offsets, results):
             if res.get("n_columns") and res["n_columns"] != want:
-                raise ValueError(
+                raise InputFileError(
                     f"{name}:{off + res['first_line']}: expected {want} fields, found {res['n_columns']}"
                 )
     parts = [r["part"] for r in results if r["part"] is not None]
     p = (widths.pop() - 1) if widths else 0
     if n_features is not None and n_features != p:
-        raise ValueError(f"{name}: n_features={n_features} given but the file has {p} feature columns")
+        raise InputFileError(f"{name}: n_features={n_features} given but the file has {p} feature columns")
     source = StagedSource(parts, n_features=p, y_dtype=np.float64)
     extra: dict[str, Any] = {"label_column": label_column}
     if names:
@@ -299,6 +306,19 @@ def _npy_source(source, y) -> tuple[NpySource, str]:
     if y is None:
         raise ValueError(f"{x_path}: labels are missing; pass y=<path to .npy> or an array")
     return NpySource(str(x_path), y), str(x_path)
+
+
+def _reference_format(like) -> tuple[str, bool | None, int]:
+    """``(name, zero_based or None, n_features)`` of a Dataset or a fitted model passed as ``like``."""
+    if hasattr(like, "attrs") and hasattr(like, "n_features"):  # a Dataset
+        zero_based = like.attrs.get("zero_based")
+        return str(getattr(like, "path", "the reference dataset")), (
+            zero_based if isinstance(zero_based, bool) else None), int(like.n_features)
+    if hasattr(like, "n_features_in_"):  # a fitted estimator
+        zero_based = getattr(like, "zero_based_", None)
+        return f"the {type(like).__name__} model", zero_based if isinstance(zero_based, bool) else None, int(
+            like.n_features_in_)
+    raise TypeError(f"like must be a Dataset or a fitted dsvm model, got {type(like).__name__}")
 
 
 def _is_path(x) -> bool:
@@ -340,6 +360,7 @@ def ingest(
     block_bytes: int | None = None,
     overwrite: bool = False,
     progress: bool = False,
+    like=None,
 ):
     """Write a data file or arrays as a chunked zarr dataset and open it.
 
@@ -363,7 +384,11 @@ def ingest(
         default the largest index found.  An index beyond it is an error.
     zero_based : {"auto", True, False}
         LIBSVM indices: ``"auto"`` (as scikit-learn) treats the file as
-        0-based if index 0 occurs, else as 1-based.
+        0-based if index 0 occurs, else as 1-based (a guess for a 0-based
+        file that never uses feature 0: give the base, or ``like``, for test
+        files).  Recorded in the dataset (``zero_based``, with
+        ``zero_based_from`` saying how it was decided) and, by a fit, in the
+        model, which refuses test data read with the other base.
     dense : bool, optional
         Storage layout; default by density (see :mod:`dsvm.io.writer`).
     chunk_rows, chunk_bytes : int, optional
@@ -384,6 +409,12 @@ def ingest(
         Replace an existing ``target``; otherwise ``FileExistsError``.
     progress : bool
         Show progress bars on stderr.
+    like : Dataset or fitted model, optional
+        The training dataset, or the model, this data must match (a test
+        set): a LIBSVM file is read with its indexing base (unless
+        ``zero_based`` is given, which must then agree) and its number of
+        features (unless ``n_features`` is given, which must agree); other
+        sources must have its number of features.
 
     Returns
     -------
@@ -391,10 +422,18 @@ def ingest(
 
     Raises
     ------
+    InputFileError
+        For a file that cannot be read as data: a malformed line, naming the
+        file, the 1-based line number and the offending text
+        (``a9a.train:1234: cannot parse '3:abc' in line '+1 3:abc 5:1'``), an
+        index beyond ``n_features``, a truncated or corrupted compressed
+        file, an ``.npy`` array that does not hold real numbers.
     ValueError
-        For a malformed line, naming the file, the 1-based line number and
-        the offending text (``a9a.train:1234: cannot parse '3:abc' in line
-        '+1 3:abc 5:1'``), or an index beyond ``n_features``.
+        For contradictory options (``zero_based`` or ``n_features`` against
+        ``like``).
+    DiskFullError
+        If the disk fills while writing; names ``target``, and nothing is
+        left behind.
     FileExistsError
         If ``target`` exists and ``overwrite`` is False.
 
@@ -415,6 +454,19 @@ def ingest(
     started = time.perf_counter()
     if zero_based not in ("auto", True, False):
         raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
+    base_from = "option"
+    if like is not None:
+        ref_name, ref_zero_based, ref_width = _reference_format(like)
+        if ref_zero_based is not None:
+            if zero_based == "auto":
+                zero_based, base_from = ref_zero_based, "reference"
+            elif zero_based != ref_zero_based:
+                raise ValueError(f"zero_based={zero_based} contradicts {ref_name}, whose LIBSVM indices are "
+                                 f"{'zero' if ref_zero_based else 'one'}-based")
+        if n_features is None:
+            n_features = ref_width
+        elif n_features != ref_width:
+            raise ValueError(f"n_features={n_features} contradicts {ref_name}, which has {ref_width} features")
     dtype = check_dtype(dtype)
     fmt = _resolve_format(source, format, y)
     if y is not None and fmt in ("libsvm", "csv"):
@@ -434,7 +486,8 @@ def ingest(
 
     if block_bytes is not None and block_bytes < 1:
         raise ValueError(f"block_bytes must be positive, got {block_bytes!r}")
-    with atomic_target(target, overwrite) as work:
+    with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
+        claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         rows: RowSource
         if fmt == "npy":
             rows, src_name = _npy_source(source, y)
@@ -450,7 +503,7 @@ def ingest(
             src_name = path
             if fmt == "libsvm":
                 rows, extra = _ingest_libsvm(
-                    path, work, n_features=n_features, zero_based=zero_based, dtype=dtype,
+                    path, work, n_features=n_features, zero_based=zero_based, base_from=base_from, dtype=dtype,
                     block_bytes=block_bytes, progress=progress,
                 )
             else:
@@ -460,7 +513,10 @@ def ingest(
                     path, work, label_column=label_column, header=header, delimiter=delimiter, dtype=dtype,
                     block_bytes=block_bytes, progress=progress, n_features=n_features,
                 )
+        if rows.n_rows == 0:
+            raise InputFileError(f"{src_name}: the file holds no rows of data (there are no rows to write)")
         attrs = {"source": Path(src_name).name, "source_format": fmt, **extra}
+        space.bytes = stored_bytes_bound(rows, dtype)
         write_source(rows, str(work / "store"), attrs=attrs, progress=progress, **common)
     ds = open_dataset(target)
     logger.info(

@@ -29,7 +29,7 @@ Group attributes (JSON):
 
 =================  ==========================================================
 format             ``"dsvm-dataset"``
-format_version     ``1``
+format_version     ``2`` (``1``: without ``checksums`` and ``seal``, still read)
 n_samples          number of rows
 n_features         number of columns
 nnz                stored entries of X (``n_samples * n_features`` if dense)
@@ -44,6 +44,18 @@ class_counts       number of rows of each class, same order
 source             where the data came from (file name, ``"<array>"``, ...)
 source_format      ``"libsvm"``, ``"csv"``, ``"npy"``, ``"array"`` or ``"synthetic"``
 zero_based         LIBSVM only: whether the file's indices were 0-based
+zero_based_from    LIBSVM only: how that was decided: ``"option"`` (given),
+                   ``"reference"`` (taken from the training dataset or model,
+                   ``ingest(like=...)``), ``"index 0"`` (detected: the file
+                   uses index 0) or ``"no index 0"`` (detected: it does not,
+                   so one-based was assumed)
+checksums          ``{"X": [...], "y": [...]}``: per row chunk, the CRC-32C of
+                   the chunk index (int64, little-endian) followed by the
+                   chunk's content as read (dense: the rows of X; sparse: its
+                   ``indptr[:m+1]``, ``indices[:nnz]``, ``data[:nnz]``; y: the
+                   labels)
+seal               CRC-32C of the attributes that describe the stored arrays
+                   (:data:`SEALED_ATTRS`, canonical JSON)
 uuid               random id of this write (names the Dask arrays)
 created_by         ``"dsvm <version>"``
 created_at         UTC time of the write, ISO 8601
@@ -54,20 +66,31 @@ checksum, so a truncated or overwritten chunk file fails to decode, and the
 fill values (NaN for values and float labels, -1 for indices and row pointers,
 the smallest int64 for integer labels) make a missing chunk file visible: the
 reader checks every chunk it reads and names the rows of a bad one.
+
+That per-file checksum covers a chunk's bytes, not where the chunk sits: the
+``checksums`` attribute binds each row chunk's content to its index, so a
+chunk file moved or swapped with another one, or a dataset replaced while a
+reader still uses it, fails the check when the chunk is read (the reader
+keeps the checksums it found when it opened the dataset).  The ``seal``
+makes a hand edit of the attributes that describe the arrays (``n_features``,
+``classes``, ...) visible when the dataset is opened.  Version-1 datasets have
+neither; they are read without these two checks.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import google_crc32c
 import numpy as np
 
 FORMAT_NAME = "dsvm-dataset"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SPARSE_LAYOUT = "csr-row-chunks"
 INT_LABEL_FILL = np.iinfo(np.int64).min
 
@@ -86,8 +109,35 @@ REQUIRED_ATTRS: dict[str, type | tuple[type, ...]] = {
 }
 
 
+# what the seal covers: everything that says how to read the arrays or what they hold
+SEALED_ATTRS = (
+    "format", "format_version", "uuid", "n_samples", "n_features", "nnz", "sparse", "chunk_rows", "n_chunks",
+    "dtype", "index_dtype", "y_dtype", "classes", "class_counts", "zero_based", "checksums",
+)
+
+
 class InvalidDatasetError(ValueError):
     """A path is not a readable dsvm dataset, or a chunk of it is corrupted."""
+
+
+def chunk_checksum(index: int, *parts: np.ndarray) -> int:
+    """CRC-32C of the chunk index (int64, little-endian) followed by the bytes of ``parts``.
+
+    Covering the index binds the content to its position: the same bytes at
+    another chunk index give another checksum.
+    """
+    crc = google_crc32c.value(np.int64(index).astype("<i8").tobytes())
+    for part in parts:
+        arr = np.ascontiguousarray(part)
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+        crc = google_crc32c.extend(crc, arr.reshape(-1).view(np.uint8))
+    return int(crc)
+
+
+def seal_of(attrs: Mapping[str, Any]) -> int:
+    """CRC-32C of the canonical JSON of the :data:`SEALED_ATTRS` in ``attrs``."""
+    doc = json.dumps({k: attrs.get(k) for k in SEALED_ATTRS}, sort_keys=True, separators=(",", ":"))
+    return int(google_crc32c.value(doc.encode("utf-8")))
 
 
 def codecs() -> list:
@@ -219,3 +269,56 @@ def check_attrs(path: str, attrs: Mapping[str, Any]) -> None:
         )
     if attrs["dtype"] not in ("float32", "float64") or attrs["y_dtype"] not in ("float64", "int64"):
         raise InvalidDatasetError(f"{path}: unsupported dtype {attrs['dtype']!r} / y_dtype {attrs['y_dtype']!r}")
+    _check_classes(path, attrs)
+    if attrs["format_version"] >= 2:
+        _check_checksums(path, attrs)
+
+
+def _check_classes(path: str, attrs: Mapping[str, Any]) -> None:
+    """``classes`` sorted and distinct numbers, one positive count each, the counts adding up to ``n_samples``."""
+    classes = attrs["classes"]
+    if not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in classes) or any(
+        b <= a for a, b in zip(classes, classes[1:])
+    ):
+        raise InvalidDatasetError(f"{path}: dataset attribute 'classes' must be sorted distinct numbers, got {classes[:10]}")
+    counts = attrs.get("class_counts")
+    if counts is None:
+        if attrs["format_version"] >= 2:
+            raise InvalidDatasetError(f"{path}: dataset attribute 'class_counts' is missing")
+        return
+    if not isinstance(counts, list) or len(counts) != len(classes):
+        raise InvalidDatasetError(
+            f"{path}: dataset attribute 'classes' lists {len(classes)} labels but 'class_counts' has "
+            f"{len(counts) if isinstance(counts, list) else counts!r} counts; the attributes were edited or damaged"
+        )
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in counts):
+        raise InvalidDatasetError(f"{path}: dataset attribute 'class_counts' must hold positive integers, got {counts[:10]}")
+    if sum(counts) != attrs["n_samples"]:
+        raise InvalidDatasetError(
+            f"{path}: the class counts add up to {sum(counts)} rows but n_samples is {attrs['n_samples']}; "
+            "the attributes were edited or damaged"
+        )
+
+
+def _check_checksums(path: str, attrs: Mapping[str, Any]) -> None:
+    sums = attrs.get("checksums")
+    n_chunks = attrs["n_chunks"]
+    ok = isinstance(sums, dict) and set(sums) == {"X", "y"} and all(
+        isinstance(v, list) and len(v) == n_chunks and all(isinstance(c, int) and 0 <= c < 2**32 for c in v)
+        for v in sums.values()
+    )
+    if not ok:
+        raise InvalidDatasetError(f"{path}: dataset attribute 'checksums' is missing or malformed (the store is damaged)")
+    if not isinstance(attrs.get("seal"), int):
+        raise InvalidDatasetError(f"{path}: dataset attribute 'seal' is missing (the store is damaged)")
+
+
+def check_seal(path: str, attrs: Mapping[str, Any]) -> None:
+    """Raise :class:`InvalidDatasetError` if the sealed attributes changed since the dataset was written."""
+    if attrs["format_version"] < 2 or seal_of(attrs) == attrs["seal"]:
+        return
+    raise InvalidDatasetError(
+        f"{path}: the dataset's attributes were changed after it was written (they no longer match their seal; "
+        f"the sealed ones are {', '.join(k for k in SEALED_ATTRS if k in attrs)}); write the dataset again with "
+        "dsvm.io.ingest() instead of editing them"
+    )

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import InputFileError
+
 __all__ = ["RowSource", "ArraySource", "NpySource", "StagedSource", "Part", "save_part", "label_dtype"]
 
 
@@ -89,6 +91,16 @@ class ArraySource(RowSource):
         return np.diff(self.X.indptr[bounds]).astype(np.int64) if self.sparse else None
 
 
+def _load_npy(path: str) -> np.ndarray:
+    """A memory map of an ``.npy`` file; :class:`InputFileError` for anything that is not a plain array."""
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise
+    except (ValueError, OSError, EOFError) as exc:  # pickled objects, truncated, not an .npy file
+        raise InputFileError(f"{path}: not a readable .npy array of numbers ({exc})") from None
+
+
 class NpySource(RowSource):
     """A 2-D ``.npy`` file read through a memory map (by path, so workers can read it)."""
 
@@ -98,21 +110,31 @@ class NpySource(RowSource):
 
     def __init__(self, x_path: str, y):
         self.x_path = str(x_path)
-        X = np.load(self.x_path, mmap_mode="r")
+        X = _load_npy(self.x_path)
         if X.ndim != 2:
-            raise ValueError(f"{x_path}: X must be 2-dimensional, got shape {X.shape}")
+            raise InputFileError(f"{x_path}: X must be 2-dimensional, got shape {X.shape}")
         if X.dtype.kind not in "biuf":
-            raise TypeError(f"{x_path}: X must be numeric, got dtype {X.dtype}")
+            kind = "complex numbers" if X.dtype.kind == "c" else f"dtype {X.dtype}"
+            raise InputFileError(f"{x_path}: X holds {kind}; dsvm needs real numbers (bool, integer or float)")
         self.n_rows, self.n_features = int(X.shape[0]), int(X.shape[1])
         self.y_path = None
+        where = "y"
         if isinstance(y, (str, Path)):
-            self.y_path = str(y)
-            y_arr = np.load(self.y_path, mmap_mode="r")
+            self.y_path = where = str(y)
+            y_arr = _load_npy(self.y_path)
             self.y = None
         else:
             y_arr = self.y = np.asarray(y)
         if y_arr.ndim != 1 or y_arr.shape[0] != self.n_rows:
-            raise ValueError(f"y must be 1-dimensional with {self.n_rows} entries (one per row of X), got shape {y_arr.shape}")
+            raise InputFileError(
+                f"{where}: labels must be 1-dimensional with {self.n_rows} entries (one per row of X), "
+                f"got shape {y_arr.shape}"
+            )
+        if y_arr.dtype.kind not in "biuf":
+            raise InputFileError(
+                f"{where}: labels of dtype {y_arr.dtype} are not numbers; a dataset stores numeric labels: "
+                "encode them first (e.g. sklearn.preprocessing.LabelEncoder, keeping its classes_ to decode predictions)"
+            )
         self.y_dtype = label_dtype(y_arr)
 
     def read(self, start, stop):

@@ -26,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..scratch import claim_folder
 from .atomic import atomic_target
+from .errors import disk_full_names
 from .sources import RowSource
-from .writer import check_dtype, write_source
+from .writer import check_dtype, stored_bytes_bound, write_source
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +151,9 @@ def make_classification_zarr(
         "n_informative": int(n_informative),
         "noise": float(noise),
     }
-    with atomic_target(path, overwrite) as work:
+    with atomic_target(path, overwrite) as work, disk_full_names(path, work, "the dataset") as space:
+        claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
+        space.bytes = stored_bytes_bound(source, dtype)
         write_source(
             source, str(work / "store"), dense=True, chunk_rows=chunk_rows, chunk_bytes=chunk_bytes,
             dtype=dtype, attrs=attrs, progress=progress,

@@ -1,7 +1,10 @@
 """Reading text files in blocks of complete lines.
 
 * :func:`compression` recognises gzip, xz and bzip2 by their magic bytes (so
-  the file name does not matter);
+  the file name does not matter); :func:`open_binary` decompresses them as a
+  stream, and a truncated or corrupted stream raises
+  :class:`~dsvm.io.errors.InputFileError` naming the file, whatever the
+  compression library raised;
 * uncompressed files are cut into byte ranges (:func:`byte_ranges`) that
   tasks read independently (:func:`read_range`): a range owns the lines that
   *start* inside it, so every line belongs to exactly one range;
@@ -19,13 +22,17 @@ import gzip
 import lzma
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import InputFileError
+
 __all__ = [
     "compression",
     "open_binary",
+    "CompressedFile",
     "byte_ranges",
     "read_range",
     "stream_blocks",
@@ -49,15 +56,73 @@ def compression(path: str | os.PathLike) -> str | None:
     return None
 
 
-def open_binary(path: str | os.PathLike) -> BinaryIO:
-    """Open a file for reading bytes, decompressing it transparently."""
+_OPENERS = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "xz": lzma.LZMAFile, "bz2": bz2.BZ2File}
+
+
+class CompressedFile:
+    """The decompressed bytes of a gzip / xz / bzip2 file, read as a stream.
+
+    A truncated or corrupted stream raises :class:`InputFileError` naming the
+    file and how far it was read, instead of the library's ``EOFError``,
+    ``zlib.error``, ``BadGzipFile``, ``LZMAError`` or ``OSError``.
+    """
+
+    def __init__(self, path: str | os.PathLike, kind: str):
+        self.path = str(path)
+        self.kind = kind
+        self.raw = open(path, "rb")
+        self.stream = _OPENERS[kind](self.raw)
+        self.position = 0  # decompressed bytes delivered so far
+
+    def _checked(self, fn, *args) -> bytes:
+        try:
+            data = fn(*args)
+        except (EOFError, zlib.error, lzma.LZMAError) as exc:
+            raise self._damaged(exc) from None
+        except OSError as exc:
+            if exc.errno is not None:  # a real I/O error, not damaged data
+                raise
+            raise self._damaged(exc) from None
+        self.position += len(data)
+        return data
+
+    def _damaged(self, exc: Exception) -> InputFileError:
+        what = "truncated" if isinstance(exc, EOFError) else "corrupted"
+        return InputFileError(
+            f"{self.path}: the {self.kind} data is {what} ({exc}) after {self.position} bytes of decompressed "
+            "text; the file is damaged: copy or compress it again"
+        )
+
+    def read(self, size: int = -1) -> bytes:
+        return self._checked(self.stream.read, size)
+
+    def readline(self) -> bytes:
+        return self._checked(self.stream.readline)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while line := self.readline():
+            yield line
+
+    def compressed_position(self) -> int:
+        """Bytes of the compressed file consumed so far (for progress)."""
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.stream.close()
+        self.raw.close()
+
+    def __enter__(self) -> "CompressedFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_binary(path: str | os.PathLike) -> BinaryIO | CompressedFile:
+    """Open a file for reading bytes, decompressing it transparently (see :class:`CompressedFile`)."""
     kind = compression(path)
-    if kind == "gzip":
-        return gzip.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    if kind == "bz2":
-        return bz2.open(path, "rb")
+    if kind is not None:
+        return CompressedFile(path, kind)
     return open(path, "rb")
 
 

@@ -32,13 +32,17 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..scratch import claim_folder
 from .atomic import atomic_target
+from .errors import disk_full_names
 from .layout import (
     INT_LABEL_FILL,
     base_attrs,
     chunk_bounds,
+    chunk_checksum,
     create_layout,
     n_chunks_for,
+    seal_of,
     to_json_scalar,
     write_attrs,
 )
@@ -47,7 +51,7 @@ from .sources import ArraySource, Part, RowSource, StagedSource, label_dtype, sa
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["write_dataset", "write_source", "choose_dense", "choose_chunk_rows", "stage_dask_arrays"]
+__all__ = ["write_dataset", "write_source", "choose_dense", "choose_chunk_rows", "stage_dask_arrays", "stored_bytes_bound"]
 
 DEFAULT_CHUNK_BYTES = 64 * 2**20
 DEFAULT_DENSE_DENSITY = 0.25
@@ -108,6 +112,15 @@ def choose_chunk_rows(
     return int(min(max(rows, 1), max(n_rows, 1)))
 
 
+def stored_bytes_bound(source: RowSource, dtype) -> float:
+    """Bytes of ``source``'s rows stored uncompressed (the dataset takes at most about this)."""
+    itemsize = np.dtype(dtype).itemsize
+    labels = 8.0 * source.n_rows
+    if source.sparse and source.nnz is not None:
+        return source.nnz * (itemsize + 4.0) + 8.0 * source.n_rows + labels
+    return float(source.n_rows) * source.n_features * itemsize + labels
+
+
 # tasks -----------------------------------------------------------------------
 def _count_nnz(source: RowSource, start: int, stop: int, block: int) -> np.ndarray:
     """Non-zeros of ``source`` rows ``[start, stop)`` per ``block`` rows."""
@@ -129,7 +142,12 @@ def _bad_row(mask_rows: np.ndarray, start: int) -> int:
 
 
 def _write_chunk(source: RowSource, root: str, i: int, start: int, stop: int, layout: dict, nnz_i: int):
-    """Write row chunk ``i`` (``nnz_i`` entries if sparse); returns ``(labels, counts)`` of its rows."""
+    """Write row chunk ``i`` (``nnz_i`` entries if sparse).
+
+    Returns ``(labels, counts, X checksum, y checksum)``: the distinct labels
+    of its rows with their counts, and the checksums of what it wrote (see
+    :func:`dsvm.io.layout.chunk_checksum`).
+    """
     import zarr
 
     X, y = source.read(start, stop)
@@ -160,6 +178,7 @@ def _write_chunk(source: RowSource, root: str, i: int, start: int, stop: int, la
                     f"or too large for {dtype.name}"
                 )
             zarr.open_array(root, path="X", mode="r+")[start:stop] = Xd
+            x_sum = chunk_checksum(i, Xd)
         else:
             Xc = sp.csr_matrix(X) if sp.issparse(X) else sp.csr_matrix(np.asarray(X))
             data = Xc.data.astype(dtype, copy=False)
@@ -182,8 +201,10 @@ def _write_chunk(source: RowSource, root: str, i: int, start: int, stop: int, la
             zarr.open_array(root, path="X/indptr", mode="r+")[i : i + 1] = indptr
             zarr.open_array(root, path="X/indices", mode="r+")[i : i + 1] = cols
             zarr.open_array(root, path="X/data", mode="r+")[i : i + 1] = vals
+            x_sum = chunk_checksum(i, indptr[0, : m + 1], cols[0, :nnz], vals[0, :nnz])
     zarr.open_array(root, path="y", mode="r+")[start:stop] = y
-    return np.unique(y, return_counts=True)
+    labels, counts = np.unique(y, return_counts=True)
+    return labels, counts, x_sum, chunk_checksum(i, y)
 
 
 def _task(fn):
@@ -270,7 +291,7 @@ def write_source(
     finally:
         bar.close()
     counts: dict[Any, int] = {}
-    for labels, c in results:
+    for labels, c, _, _ in results:
         for lab, k in zip(labels.tolist(), c.tolist()):
             counts[lab] = counts.get(lab, 0) + int(k)
     classes = sorted(counts)
@@ -291,6 +312,8 @@ def write_source(
     if not store_dense:
         final["index_dtype"] = index_dtype.name
     final.update(attrs or {})
+    final["checksums"] = {"X": [r[2] for r in results], "y": [r[3] for r in results]}
+    final["seal"] = seal_of(final)
     write_attrs(root, final)
     logger.info(
         "wrote %d rows x %d features (%s, %d chunks of %d rows) to %s",
@@ -407,7 +430,8 @@ def write_dataset(
     check_dtype(dtype)
     extra = {"source": source or "<array>", "source_format": "array"}
     extra.update(attrs or {})
-    with atomic_target(target, overwrite) as work:
+    with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
+        claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         if is_dask_array(X) or is_dask_array(y):
             import dask.array as da
 
@@ -415,6 +439,7 @@ def write_dataset(
             rows_source: RowSource = stage_dask_arrays(Xd, y, work / "staging", dtype, progress)
         else:
             rows_source = ArraySource(X, y)
+        space.bytes = stored_bytes_bound(rows_source, dtype)
         write_source(
             rows_source,
             str(work / "store"),

@@ -1,0 +1,251 @@
+"""Temporary folders dsvm makes, marked with their owner, and what killed runs leave behind.
+
+Every temporary folder dsvm makes (a scratch feature store ``dsvm-features-PID-*.zarr``,
+the temporary dataset of ``dsvm train FILE`` ``dsvm-train-PID-*``, the working folder
+of an ingest ``.NAME.*.dsvm-tmp``) holds an owner marker, ``.dsvm-owner.json``::
+
+    {"format": "dsvm-temporary", "kind": "features", "pid": 4242, "host": "node7",
+     "process_started": 1767193200.42, "created_at": "...", "created_by": "dsvm 0.1.0"}
+
+A run removes its folders when it ends, also on an exception, Ctrl-C or SIGTERM
+(see :mod:`dsvm._signals`).  Only ``kill -9`` (or a crash of the machine) leaves
+them; such a folder is *stale* when its owner process is gone: the marker names
+this host and no process with that PID and start time runs.  A new scratch
+folder sweeps the stale ones next to it (:func:`sweep_stale`), and ``dsvm clean``
+lists and removes what :func:`find_leftovers` finds under a folder.  Folders of
+another host, or without a marker, are never removed.
+
+Temporary *files* (a model, checkpoint or prediction being written,
+``.NAME.tmp-PID``) carry their owner's PID in the name; ``dsvm clean`` removes
+one when no process with that PID runs here and the file has not changed for
+:data:`FILE_GRACE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import re
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "OWNER_FILE", "scratch_base", "make_temporary_folder", "temporary_folder", "claim_folder", "mark_owner", "read_owner", "Leftover",
+    "find_leftovers", "sweep_stale", "remove_leftover",
+]
+
+OWNER_FILE = ".dsvm-owner.json"
+MARKER_FORMAT = "dsvm-temporary"
+FOLDER_PREFIX = "dsvm-"
+INGEST_SUFFIX = ".dsvm-tmp"
+TEMP_FILE = re.compile(r"^\..+\.tmp-(?P<pid>\d+)(?:-[A-Za-z0-9_]+)?$")
+FILE_GRACE_SECONDS = 60.0
+_START_TOLERANCE = 1.0  # seconds: process start times are rounded to clock ticks
+
+
+def _dsvm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"dsvm {version('dsvm')}"
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "dsvm"
+
+
+def mark_owner(folder: str | os.PathLike, kind: str) -> None:
+    """Write the owner marker of this process into ``folder``."""
+    marker = {
+        "format": MARKER_FORMAT,
+        "kind": kind,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "process_started": psutil.Process().create_time(),
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created_by": _dsvm_version(),
+    }
+    Path(folder, OWNER_FILE).write_text(json.dumps(marker))
+
+
+def read_owner(folder: str | os.PathLike) -> dict | None:
+    """The owner marker of ``folder``, or None if it has none (or not a valid one)."""
+    try:
+        marker = json.loads(Path(folder, OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(marker, dict) and marker.get("format") == MARKER_FORMAT and isinstance(marker.get("pid"), int)
+          and isinstance(marker.get("host"), str) and isinstance(marker.get("process_started"), (int, float)))
+    return marker if ok else None
+
+
+def _process_running(pid: int, started: float | None = None) -> bool:
+    """True if process ``pid`` runs on this host (and, given ``started``, is the one started then)."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return started is None or abs(proc.create_time() - started) < _START_TOLERANCE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:  # another user's process: it exists
+        return True
+
+
+def owner_state(marker: dict) -> str:
+    """``"running"``, ``"gone"`` (stale) or ``"other host"`` for an owner marker."""
+    if marker["host"] != socket.gethostname():
+        return "other host"
+    return "running" if _process_running(marker["pid"], marker["process_started"]) else "gone"
+
+
+def scratch_base() -> str:
+    """Where scratch feature stores go: ``dsvm.scratch-directory``, else Dask's
+    ``temporary-directory``, else the system temporary folder."""
+    import dask.config
+
+    from . import config
+
+    return config.get("scratch-directory") or dask.config.get("temporary-directory", None) or tempfile.gettempdir()
+
+
+def make_temporary_folder(base: str | os.PathLike, kind: str, suffix: str = "") -> Path:
+    """A new marked folder ``dsvm-KIND-PID-XXXX<suffix>`` in ``base``, after sweeping stale ones there."""
+    base = Path(base)
+    base.mkdir(parents=True, exist_ok=True)
+    sweep_stale(base)
+    folder = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{kind}-{os.getpid()}-", suffix=suffix, dir=base))
+    try:
+        mark_owner(folder, kind)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
+
+
+def claim_folder(folder: str | os.PathLike, kind: str) -> None:
+    """Mark a temporary folder made elsewhere (an ingest's working folder) as this process's, after
+    sweeping the stale folders next to it."""
+    sweep_stale(Path(folder).parent)
+    mark_owner(folder, kind)
+
+
+@contextmanager
+def temporary_folder(base: str | os.PathLike | None, kind: str) -> Iterator[Path]:
+    """:func:`make_temporary_folder` (default ``base``: the system temporary folder), removed on exit."""
+    folder = make_temporary_folder(base or tempfile.gettempdir(), kind)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A temporary folder or file dsvm made, found by :func:`find_leftovers`.
+
+    ``stale`` is True when its owner is gone (it may be removed); ``reason``
+    says who owns it.
+    """
+
+    path: Path
+    kind: str
+    stale: bool
+    reason: str
+
+
+def _looks_like_dsvm_folder(name: str) -> bool:
+    return name.startswith(FOLDER_PREFIX) or name.endswith(INGEST_SUFFIX)
+
+
+def _examine_folder(path: Path) -> Leftover | None:
+    marker = read_owner(path)
+    if marker is None:
+        return None if not _looks_like_dsvm_folder(path.name) else Leftover(
+            path, "unknown", False, "no dsvm owner marker: kept")
+    state = owner_state(marker)
+    who = f"pid {marker['pid']} on {marker['host']}"
+    reason = {"gone": f"{who} is gone", "running": f"{who} is still running",
+              "other host": f"{who}: another host, kept"}[state]
+    return Leftover(path, str(marker.get("kind", "?")), state == "gone", reason)
+
+
+def _examine_temp_file(path: Path, now: float) -> Leftover | None:
+    match = TEMP_FILE.match(path.name)
+    if match is None:
+        return None
+    pid = int(match.group("pid"))
+    try:
+        age = now - path.lstat().st_mtime
+    except OSError:
+        return None
+    if _process_running(pid):
+        return Leftover(path, "temporary file", False, f"pid {pid} is running")
+    if age < FILE_GRACE_SECONDS:
+        return Leftover(path, "temporary file", False, f"pid {pid} is gone but the file changed {age:.0f} s ago")
+    return Leftover(path, "temporary file", True, f"pid {pid} is gone")
+
+
+def find_leftovers(root: str | os.PathLike, recursive: bool = True) -> list[Leftover]:
+    """dsvm's temporary folders and files under ``root`` (not inside them, nor inside zarr stores)."""
+    found: list[Leftover] = []
+    now = time.time()
+    for folder, dirs, files in os.walk(root):
+        keep_walking = []
+        for name in sorted(dirs):
+            path = Path(folder, name)
+            item = _examine_folder(path) if not path.is_symlink() else None
+            if item is None and TEMP_FILE.match(name):
+                item = _examine_temp_file(path, now)
+            if item is not None:
+                found.append(item)
+            elif recursive and name != ".git" and not (path / "zarr.json").exists():
+                keep_walking.append(name)
+        dirs[:] = keep_walking
+        for name in sorted(files):
+            item = _examine_temp_file(Path(folder, name), now)
+            if item is not None:
+                found.append(item)
+        if not recursive:
+            break
+    return found
+
+
+def remove_leftover(item: Leftover) -> None:
+    """Remove a stale leftover (a folder with everything in it, or a file)."""
+    if not item.stale:
+        raise ValueError(f"{item.path} is not stale ({item.reason})")
+    if item.path.is_dir() and not item.path.is_symlink():
+        shutil.rmtree(item.path)
+    else:
+        item.path.unlink()
+
+
+def sweep_stale(base: str | os.PathLike) -> list[Path]:
+    """Remove the stale marked folders directly in ``base`` (what killed runs left); returns them."""
+    removed = []
+    try:
+        names = [n for n in os.listdir(base) if _looks_like_dsvm_folder(n)]
+    except OSError:
+        return removed
+    for name in names:
+        item = _examine_folder(Path(base, name))
+        if item is not None and item.stale:
+            try:
+                remove_leftover(item)
+            except OSError as exc:
+                logger.warning("could not remove the stale %s folder %s (%s)", item.kind, item.path, exc)
+                continue
+            logger.info("removed the stale %s folder %s (%s)", item.kind, item.path, item.reason)
+            removed.append(item.path)
+    return removed
