@@ -405,7 +405,8 @@ def cmd_info(args) -> int:
         ds = io.open_dataset(p)
         info = {"kind": "dataset", "path": str(p), "n_samples": ds.n_samples, "n_features": ds.n_features,
                 "sparse": ds.sparse, "classes": [c.item() if hasattr(c, "item") else c for c in ds.classes],
-                "chunks": len(ds.X.chunks[0]), "attrs": ds.attrs}
+                "chunks": len(ds.X.chunks[0]),
+                "attrs": {k: v for k, v in ds.attrs.items() if k != "checksums"}}  # one per chunk: too long
     else:
         from .model_io import load_model
 

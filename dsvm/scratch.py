@@ -49,7 +49,8 @@ __all__ = [
 OWNER_FILE = ".dsvm-owner.json"
 MARKER_FORMAT = "dsvm-temporary"
 FOLDER_PREFIX = "dsvm-"
-INGEST_SUFFIX = ".dsvm-tmp"
+# the names of dsvm's temporary folders (with or without a marker: older versions wrote none)
+DSVM_FOLDER = re.compile(r"^dsvm-(?:features|train)-.+|.+\.dsvm-tmp$")
 TEMP_FILE = re.compile(r"^\..+\.tmp-(?P<pid>\d+)(?:-[A-Za-z0-9_]+)?$")
 FILE_GRACE_SECONDS = 60.0
 _START_TOLERANCE = 1.0  # seconds: process start times are rounded to clock ticks
@@ -165,14 +166,14 @@ class Leftover:
 
 
 def _looks_like_dsvm_folder(name: str) -> bool:
-    return name.startswith(FOLDER_PREFIX) or name.endswith(INGEST_SUFFIX)
+    return DSVM_FOLDER.match(name) is not None
 
 
 def _examine_folder(path: Path) -> Leftover | None:
     marker = read_owner(path)
     if marker is None:
         return None if not _looks_like_dsvm_folder(path.name) else Leftover(
-            path, "unknown", False, "no dsvm owner marker: kept")
+            path, "unknown", False, "no dsvm owner marker (an older dsvm's, or not dsvm's): kept")
     state = owner_state(marker)
     who = f"pid {marker['pid']} on {marker['host']}"
     reason = {"gone": f"{who} is gone", "running": f"{who} is still running",
