@@ -195,12 +195,17 @@ def test_failure_during_the_run_removes_only_the_empty_folders_it_made(tmp_path,
     with pytest.raises(RuntimeError, match="ingest failed"):
         run_pipeline(spec)
     assert not (tmp_path / "out").exists()
-    # an output folder that existed before the run is kept, with what it held
+    # an output folder that existed before the run is kept, with what it held:
+    # a user's folder is refused before anything is written, a dsvm output folder keeps its files
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep.txt").write_text("x")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(FileExistsError, match="not a dsvm pipeline output folder"):
         run_pipeline(spec)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["keep.txt"]
+    (tmp_path / "out" / ".dsvm-output").write_text("{}")
+    with pytest.raises(RuntimeError):
+        run_pipeline(spec)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".dsvm-output", "keep.txt"]
 
 
 def test_accuracy_vs_k_reuses_the_main_model_at_its_k(tmp_path):
