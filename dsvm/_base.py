@@ -37,7 +37,14 @@ from .blockwise import (
     row_index_blocks,
     task_memory_budget,
 )
-from .checkpoint import Checkpoint, check_checkpoint_path, data_fingerprint, restore_done, restore_feature_map, restore_solver_state
+from .checkpoint import (
+    Checkpoint,
+    check_checkpoint_path,
+    data_fingerprint,
+    restore_done,
+    restore_feature_map,
+    restore_solver_state,
+)
 from .kernels import KERNELS, make_kernel_spec
 from .landmarks import LANDMARK_METHODS, Landmarks, dense_rows, first_unique, select_landmarks
 from .nystroem import fit_feature_map

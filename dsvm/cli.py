@@ -376,8 +376,10 @@ def cmd_ingest(args) -> int:
 
 def cmd_run(args, spec=None) -> int:
     from .pipeline import load_pipeline, run_pipeline
+    from .replace import check_output_folder
 
     spec = load_pipeline(spec if spec is not None else args.pipeline, args.set)
+    check_output_folder(spec["output"], "pipeline output folder")
     with _connect(args):
         report = run_pipeline(spec)
     ev = report.get("evaluation")

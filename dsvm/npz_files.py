@@ -266,7 +266,7 @@ def _unify(path: Path, rules: MemberRules, headers: dict[str, tuple]) -> None:
             else:
                 ok = value.setdefault(sym, size) == size and size <= rules.at_most.get(sym, size)
             if not ok:
-                want = "(" + ", ".join(str(sym if isinstance(sym, int) else value.get(sym, sym)) for sym in template) + ")"
+                want = "(" + ", ".join(str(s if isinstance(s, int) else value.get(s, s)) for s in template) + ")"
                 bound = {s: rules.at_most[s] for s in template if s in rules.at_most}
                 limit = "".join(f", {s} at most {b}" for s, b in bound.items())
                 raise ModelFileError(f"{path}: {name} has shape {shape}, which does not match the metadata and the "

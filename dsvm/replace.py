@@ -162,10 +162,9 @@ def replacing(target: str | os.PathLike, *, overwrite: bool, ours: Recogniser, w
         Write the new output to ``staged.path``.
     """
     path = check_replaceable(target, overwrite, ours, what)
+    _check_parents(path, make_parents)
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
-    elif not path.parent.is_dir():
-        raise FileNotFoundError(f"{path}: folder {path.parent} does not exist")
     try:
         work = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent))
     except OSError as exc:
@@ -178,9 +177,21 @@ def replacing(target: str | os.PathLike, *, overwrite: bool, ours: Recogniser, w
         _commit(staged.path, check_replaceable(path, overwrite, ours, what), work)
         logger.debug("wrote %s", path)
     except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)  # first: the free space reported is what is really left
         _raise_for_os_error(exc, path, needed)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_parents(path: Path, may_create: bool) -> None:
+    """The nearest existing ancestor of ``path`` must be a folder (and be the parent unless ``may_create``)."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        if not may_create:
+            raise FileNotFoundError(errno.ENOENT, f"folder {folder} does not exist", str(path))
+        folder = folder.parent
+    if not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{folder} is not a folder", str(path))
 
 
 def _raise_for_os_error(exc: OSError, path: Path, needed: int | None):

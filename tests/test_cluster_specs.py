@@ -355,12 +355,12 @@ def test_preload_in_slurm_scheduler_options_is_refused_and_never_runs_in_dsvm(tm
 def test_cli_refuses_the_preload_spec_before_any_work(tmp_path, tiny_libsvm):
     """The issue's reproduction: `dsvm train ... --cluster x.yaml` must not run the spec's code."""
     marker = tmp_path / "PWNED"
-    spec = _write(tmp_path, f"""\
+    spec = _write(tmp_path, """\
         version: 1
         module: distributed
         class: LocalCluster
-        kwargs: {{n_workers: 1, host: 127.0.0.1, dashboard_address: 127.0.0.1:0,
-          scheduler_kwargs: {{preload: ["import os; open('PWNED','w').write(str(os.getpid()))"]}}}}
+        kwargs: {n_workers: 1, host: 127.0.0.1, dashboard_address: 127.0.0.1:0,
+          scheduler_kwargs: {preload: ["import os; open('PWNED','w').write(str(os.getpid()))"]}}
         """, "x.yaml")
     proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
     _assert_one_line_error(proc, "x.yaml", "preload", "refused")
