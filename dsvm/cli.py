@@ -435,12 +435,10 @@ COMMANDS = {
 USER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,
                errno.ELOOP, errno.EFBIG, errno.EEXIST, errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOTEMPTY,
                errno.EXDEV}
+USER_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
 STOPPED_OPERATION = {"train": "the fit cannot continue (with --checkpoint a rerun resumes where it stopped)",
                      "predict": "the prediction cannot continue", "evaluate": "the evaluation cannot continue",
                      "run": "the pipeline cannot continue", "demo": "the demo cannot continue"}
-
-
-USER_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
 
 
 def _is_user_os_error(exc: OSError) -> bool:

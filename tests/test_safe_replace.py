@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -35,15 +33,25 @@ def libsvm_file(tmp_path):
     return path
 
 
-def _dsvm(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dsvm.cli", "-q", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+@pytest.fixture
+def dsvm_cli(monkeypatch, capsys):
+    """The dsvm command in-process, run in a folder: ``(exit status, stderr)``."""
+    from dsvm.cli import main
+
+    def run(*args, cwd: Path):
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        status = main(["-q", *map(str, args), *(["--workers", "1"] if args[0] == "run" else [])])
+        return status, capsys.readouterr().err
+
+    return run
 
 
-def _one_line_error(proc, command: str) -> str:
-    assert proc.returncode == 1, (proc.returncode, proc.stderr)
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"dsvm {command}: error: "), proc.stderr
+def _one_line_error(result, command: str) -> str:
+    status, stderr = result
+    assert status == 1, (status, stderr)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"dsvm {command}: error: "), stderr
     return lines[0]
 
 
@@ -55,14 +63,14 @@ def _user_folder(path: Path) -> Path:
 
 # --------------------------------------------------------------------------- only dsvm's own outputs are replaced
 
-def test_ingest_overwrite_refuses_to_delete_a_folder_that_is_not_a_dataset(tmp_path, libsvm_file):
+def test_ingest_overwrite_refuses_to_delete_a_folder_that_is_not_a_dataset(tmp_path, libsvm_file, dsvm_cli):
     somedir = _user_folder(tmp_path / "somedir")
-    line = _one_line_error(_dsvm("ingest", libsvm_file, somedir, "--overwrite", cwd=tmp_path), "ingest")
+    line = _one_line_error(dsvm_cli("ingest", libsvm_file, somedir, "--overwrite", cwd=tmp_path), "ingest")
     assert str(somedir) in line and "not a dataset written by dsvm" in line and "zarr.json" in line
     assert (somedir / "README").read_text() == "precious\n"
     # a dsvm dataset is replaced
-    assert _dsvm("ingest", libsvm_file, tmp_path / "d.zarr", cwd=tmp_path).returncode == 0
-    assert _dsvm("ingest", libsvm_file, tmp_path / "d.zarr", "--overwrite", cwd=tmp_path).returncode == 0
+    assert dsvm_cli("ingest", libsvm_file, tmp_path / "d.zarr", cwd=tmp_path)[0] == 0
+    assert dsvm_cli("ingest", libsvm_file, tmp_path / "d.zarr", "--overwrite", cwd=tmp_path)[0] == 0
     assert dsvm.open_dataset(tmp_path / "d.zarr").n_samples == 4
 
 
@@ -80,30 +88,31 @@ def _pipeline(tmp_path: Path, libsvm_file: Path) -> Path:
     return path
 
 
-def test_pipeline_does_not_replace_a_user_folder_in_its_output(tmp_path, libsvm_file):
+def test_pipeline_does_not_replace_a_user_folder_in_its_output(tmp_path, libsvm_file, dsvm_cli):
     """`dsvm run p.yaml --set output=proj` with the user's proj/data/train.zarr/README."""
     proj = tmp_path / "proj"
     user = _user_folder(proj / "data" / "train.zarr")
-    line = _one_line_error(_dsvm("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
+    line = _one_line_error(dsvm_cli("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
     assert "proj" in line and "not a dsvm pipeline output folder" in line
     assert (user / "README").read_text() == "precious\n"
     assert sorted(p.name for p in proj.rglob("*")) == ["README", "data", "train.zarr"]
 
 
-def test_a_dsvm_output_folder_still_keeps_a_user_folder_at_a_dataset_path(tmp_path, libsvm_file):
+def test_a_dsvm_output_folder_still_keeps_a_user_folder_at_a_dataset_path(tmp_path, libsvm_file, dsvm_cli):
     proj = tmp_path / "proj"
     user = _user_folder(proj / "data" / "train.zarr")
     (proj / replace.OUTPUT_MARKER).write_text(replace.MARKER_TEXT)
-    line = _one_line_error(_dsvm("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
+    line = _one_line_error(dsvm_cli("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
     assert f"{user} exists and is not a dataset written by dsvm" in line
     assert (user / "README").read_text() == "precious\n"
 
 
-def test_pipeline_reruns_into_its_own_output_folder(tmp_path, libsvm_file):
-    spec = _pipeline(tmp_path, libsvm_file)
+def test_pipeline_reruns_into_its_own_output_folder(tmp_path, libsvm_file, monkeypatch):
+    from dsvm.pipeline import load_pipeline, run_pipeline
+
+    monkeypatch.chdir(tmp_path)
     for _ in range(2):
-        proc = _dsvm("run", spec, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
+        run_pipeline(load_pipeline(_pipeline(tmp_path, libsvm_file)))
     out = tmp_path / "out"
     assert (out / replace.OUTPUT_MARKER).is_file() and load_model(out / "model.npz").n_features_in_ == 3
     assert not [p for p in out.rglob("*") if p.name.endswith(replace.TMP_SUFFIX)]
