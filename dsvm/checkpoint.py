@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,7 +132,9 @@ def _fingerprint_block(X_block, y_block, rows_block, sw_block):
     # no sample weights and weights of one are the same problem
     sw = np.ones(X_block.shape[0]) if sw_block is None else np.asarray(sw_block, dtype=np.float64)
     y = np.asarray(y_block)
-    y_num = y.astype(np.float64) if y.dtype.kind in "biuf" else np.array([hash(str(v)) % 1000 for v in y], dtype=np.float64)
+    # string labels by a checksum of their text: Python's str hash differs between processes
+    y_num = (y.astype(np.float64) if y.dtype.kind in "biuf"
+             else np.array([zlib.crc32(str(v).encode("utf-8")) % 1000 for v in y], dtype=np.float64))
     if sp.issparse(X_block):
         Xs = X_block.tocsr().astype(np.float64)
         col = np.asarray(Xs.sum(axis=0)).ravel()
