@@ -38,7 +38,14 @@ from .blockwise import (
     row_index_blocks,
     task_memory_budget,
 )
-from .checkpoint import Checkpoint, data_fingerprint, restore_done, restore_feature_map, restore_solver_state
+from .checkpoint import (
+    Checkpoint,
+    check_checkpoint_path,
+    data_fingerprint,
+    restore_done,
+    restore_feature_map,
+    restore_solver_state,
+)
 from .io.errors import format_bytes
 from .kernels import KERNELS, make_kernel_spec
 from .landmarks import LANDMARK_METHODS, Landmarks, dense_rows, first_unique, select_landmarks
@@ -458,7 +465,7 @@ class NystroemBase(BaseEstimator):
         n_iters = [d["n_iter"] for d in done]
         stats = [dict(d["stats"], **{"class": problem_stats_label(label)}) for d, label in zip(done, labels)]
         if ckpt is not None:
-            ckpt.remove()
+            ckpt.complete()
 
         self.feature_map_ = fmap
         self.gamma_ = gamma
@@ -559,6 +566,7 @@ class NystroemBase(BaseEstimator):
             return None, None
         if self.solver != "newton":
             raise ValueError(f"checkpoint needs solver='newton', got solver={self.solver!r}")
+        check_checkpoint_path(path)
         params = {k: v for k, v in self.get_params(deep=False).items() if k != "checkpoint"}
         if not isinstance(params.get("random_state"), (int, np.integer, type(None))):
             raise ValueError("checkpoint needs random_state to be an int (or None): a resumed fit must draw the same landmarks")

@@ -608,10 +608,8 @@ def _gather(client, futures, results: bool = True, footprint: TaskFootprint | No
             continue
         alone_since = alone_since or time.monotonic()
         if time.monotonic() - alone_since > limit:
-            raise NoWorkersError(
-                f"no Dask workers left for {limit:.0f} s; the fit cannot continue. Start workers for the "
-                "scheduler, or rerun with a checkpoint (--checkpoint) to resume where it stopped"
-            )
+            # the caller names the operation that stopped (see dsvm.cli)
+            raise NoWorkersError(f"no Dask workers left for {limit:.0f} s; start workers for the scheduler and rerun")
     if not results:
         return None
     from distributed import KilledWorker

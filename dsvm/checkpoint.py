@@ -8,11 +8,15 @@ state of the current one (x, gradient, the accumulated Gram matrix, the
 counters of the update rule).  Fitting again with the same checkpoint path
 skips the landmark stage and continues with the next iteration, so the
 resumed model equals the uninterrupted one.  The file is removed when the fit
-completes.
+completes — or, inside :func:`kept_until_saved`, left for the caller to
+remove (:func:`remove_checkpoint`) once the model is safely written: a
+completed checkpoint resumes to the finished model without refitting.
 
-A checkpoint of other data or other parameters is refused
-(:class:`CheckpointMismatchError`).  Files are ``.npz`` + JSON like model files
-(:mod:`dsvm.model_io`): written atomically, read with ``allow_pickle=False``.
+The path is checked before any work (:func:`check_checkpoint_path`).  A
+checkpoint of other data or other parameters is refused
+(:class:`CheckpointMismatchError`).  Files are ``.npz`` + JSON like model
+files (:mod:`dsvm.npz_files`): written through :mod:`dsvm.replace` (only a
+checkpoint file is ever replaced), read with bounds on every member.
 
 The data fingerprint is chunking-independent: per-column sums, sums of
 squares and sums weighted by a hash of the row index, plus label and
@@ -22,25 +26,97 @@ tolerance of 1e-9.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import logging
+import math
 import os
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from .model_io import ModelFileError, atomic_write_npz, meta_array, read_npz
+from .npz_files import MemberRules, ModelFileError, meta_array, npz_problem, read_npz, write_npz
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "dsvm-checkpoint"
 FINGERPRINT_RTOL = 1e-9
+_KEEP_COMPLETED = contextvars.ContextVar("dsvm_keep_completed_checkpoint", default=False)
 
 
 class CheckpointMismatchError(ValueError):
-    """The checkpoint belongs to other data or other parameters."""
+    """The checkpoint belongs to other data or other parameters, or cannot be read or written."""
+
+
+@contextlib.contextmanager
+def kept_until_saved() -> Iterator[None]:
+    """Fits completed inside this block keep their checkpoint; remove it with :func:`remove_checkpoint`.
+
+    For a caller that saves the model after the fit: if saving fails (a full
+    disk, a bad path), the finished fit is still in the checkpoint.
+    """
+    token = _KEEP_COMPLETED.set(True)
+    try:
+        yield
+    finally:
+        _KEEP_COMPLETED.reset(token)
+
+
+def check_checkpoint_path(path: str | os.PathLike) -> Path:
+    """Fail before any work if ``path`` cannot hold a checkpoint.
+
+    It must be absent or a dsvm checkpoint (to resume from), in an existing
+    writable folder.
+    """
+    path = Path(path)
+    folder = path.absolute().parent
+    if path.exists() or path.is_symlink():
+        reason = npz_problem(path, FORMAT)
+        if reason is not None:
+            raise CheckpointMismatchError(f"checkpoint {path} exists and is not a dsvm checkpoint ({reason}); "
+                                          "move it away or choose another path")
+    elif not folder.is_dir():
+        raise CheckpointMismatchError(f"checkpoint {path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CheckpointMismatchError(f"checkpoint {path}: folder {folder} is not writable")
+    return path
+
+
+def remove_checkpoint(path: str | os.PathLike) -> None:
+    """Remove a checkpoint file (only a dsvm checkpoint; anything else is left alone)."""
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and npz_problem(path, FORMAT) is None:
+        path.unlink()
+        logger.info("checkpoint %s removed (fit complete)", path)
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _checkpoint_rules(path: Path, meta: dict) -> MemberRules:
+    """The metadata fields a resume uses, type-checked; the arrays and their shapes."""
+    params, done, solver = meta.get("params"), meta.get("done"), meta.get("solver")
+    k_max = params.get("n_components") if isinstance(params, dict) else None
+    problem = meta.get("problem")
+    if not (isinstance(k_max, int) and not isinstance(k_max, bool) and k_max >= 1
+            and isinstance(done, list) and all(isinstance(d, dict) for d in done)
+            and isinstance(problem, int) and not isinstance(problem, bool) and 0 <= problem <= len(done) + 1
+            and (solver is None or isinstance(solver, dict)) and isinstance(meta.get("kernel"), dict)
+            and meta.get("dtype") in ("float32", "float64") and _finite(meta.get("gamma")) and meta["gamma"] > 0):
+        raise ModelFileError(f"{path}: checkpoint metadata is incomplete or invalid")
+    shapes: dict[str, tuple | None] = {"fingerprint": ("f",), "components": ("k", "p"), "normalization": ("r", "k"),
+                                       "eigenvalues": ("r",), "component_indices": ("k",)}
+    shapes.update({f"done_{j}_x": ("d",) for j in range(len(done))})
+    shapes.update({"solver_x": ("d",), "solver_g": ("d",), "solver_H_loss": None})
+    kinds = {name: "f" for name in shapes}
+    kinds["component_indices"] = "iu"
+    return MemberRules(shapes=shapes, at_most={"k": k_max, "r": k_max, "d": k_max + 1}, kinds=kinds)
 
 
 def _row_weights(offset: int, n: int) -> np.ndarray:
@@ -56,7 +132,9 @@ def _fingerprint_block(X_block, y_block, rows_block, sw_block):
     # no sample weights and weights of one are the same problem
     sw = np.ones(X_block.shape[0]) if sw_block is None else np.asarray(sw_block, dtype=np.float64)
     y = np.asarray(y_block)
-    y_num = y.astype(np.float64) if y.dtype.kind in "biuf" else np.array([hash(str(v)) % 1000 for v in y], dtype=np.float64)
+    # string labels by a checksum of their text: Python's str hash differs between processes
+    y_num = (y.astype(np.float64) if y.dtype.kind in "biuf"
+             else np.array([zlib.crc32(str(v).encode("utf-8")) % 1000 for v in y], dtype=np.float64))
     if sp.issparse(X_block):
         Xs = X_block.tocsr().astype(np.float64)
         col = np.asarray(Xs.sum(axis=0)).ravel()
@@ -108,10 +186,10 @@ class Checkpoint:
 
     def load(self) -> dict[str, Any] | None:
         """The saved state, ``None`` if there is no file; refuses a foreign checkpoint."""
-        if not self.path.exists():
+        if not (self.path.exists() or self.path.is_symlink()):
             return None
         try:
-            meta, arrays = read_npz(self.path, FORMAT)
+            meta, arrays = read_npz(self.path, FORMAT, _checkpoint_rules)
         except ModelFileError as exc:
             raise CheckpointMismatchError(f"{exc}; delete it to start afresh") from None
         if meta.get("params") != self.params:
@@ -159,12 +237,14 @@ class Checkpoint:
             "solver": solver_meta,
         }
         arrays["__meta__"] = meta_array(meta)
-        atomic_write_npz(self.path, arrays)
+        write_npz(self.path, arrays, overwrite=True, what="checkpoint", expected_format=FORMAT)
 
-    def remove(self) -> None:
-        if self.path.exists():
-            self.path.unlink()
-            logger.info("checkpoint %s removed (fit complete)", self.path)
+    def complete(self) -> None:
+        """The fit is done: remove the file, unless inside :func:`kept_until_saved`."""
+        if _KEEP_COMPLETED.get():
+            logger.info("checkpoint %s kept until the model is saved", self.path)
+        else:
+            remove_checkpoint(self.path)
 
 
 def restore_feature_map(state: dict):

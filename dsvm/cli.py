@@ -18,6 +18,8 @@ command line); only bugs print a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import logging
 import os
@@ -125,8 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="fit a model on a dataset and save it")
     p.add_argument("data", help="zarr dataset (or a LIBSVM/CSV/.npy file, ingested to a temporary store)")
     p.add_argument("--model", required=True, help="model file to write (.npz)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing model file")
     _model_args(p)
-    p.add_argument("--checkpoint", metavar="PATH", help="write the Newton state after each iteration and resume from it")
+    p.add_argument("--checkpoint", metavar="PATH", help="write the Newton state after each iteration and resume from it "
+                   "(kept until the model is saved)")
     g = p.add_argument_group("model selection (cross-validated grid search, warm-started; the best model is saved)")
     g.add_argument("--search", nargs="+", metavar="NAME=V1,V2", help="grid, e.g. C=1,10,100 gamma=0.01,0.05 k=500,1000")
     g.add_argument("--cv", type=int, default=5, help="folds (default 5)")
@@ -256,18 +260,31 @@ def _gamma(text: str):
         raise UserError(f"--gamma must be a number, 'scale' or 'auto', got {text!r}") from None
 
 
-def _check_writable_target(path: str, option: str) -> None:
-    """Fail before the work, not after it, when an output file could not be written."""
-    folder = Path(path).resolve().parent
+def _check_writable_target(path: str, option: str, overwrite: bool, ours, what: str) -> None:
+    """Fail before the work, not after it, when an output file could not be written.
+
+    The folder must exist and be writable, and an existing file must be a
+    ``what`` dsvm wrote and ``--overwrite`` given (the rule of :mod:`dsvm.replace`).
+    """
+    from .replace import NotDsvmOutputError, check_replaceable
+
+    try:
+        target = check_replaceable(path, overwrite, ours, what)
+    except NotDsvmOutputError as exc:
+        raise UserError(f"{option}: {exc}".replace("overwrite=True (on the command line: --overwrite)",
+                                                   "--overwrite")) from None
+    folder = target.parent
     if not folder.is_dir():
         raise UserError(f"{option} {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
+    if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{option} {path}: folder {folder} is not writable")
 
 
 def cmd_train(args) -> int:
+    from .checkpoint import check_checkpoint_path, kept_until_saved, remove_checkpoint
     from .estimator import NystroemSVC
-    from .model_io import save_model
+    from .model_io import FORMAT, save_model
+    from .npz_files import npz_problem
     from .scratch import temporary_folder
 
     params = dict(
@@ -291,8 +308,15 @@ def cmd_train(args) -> int:
             raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
     if not Path(args.data).exists():
         raise UserError(f"{args.data}: no such file or dataset")
-    _check_writable_target(args.model, "--model")
-    with temporary_folder(None, "train") as tmp, _connect(args):
+    _check_writable_target(args.model, "--model", args.overwrite, lambda p: npz_problem(p, FORMAT), "model")
+    if args.checkpoint:
+        check_checkpoint_path(args.checkpoint)
+    if grid is not None:
+        from .replace import check_output_folder
+
+        check_output_folder(_cv_report_dir(args), "report folder")
+    keep = kept_until_saved() if args.checkpoint else contextlib.nullcontext()
+    with temporary_folder(None, "train") as tmp, _connect(args), keep:
         ds = _open_data(args.data, tmp, progress=not args.quiet)
         t0 = time.perf_counter()
         if grid is None:
@@ -300,17 +324,29 @@ def cmd_train(args) -> int:
         else:
             from .search import search_and_report
 
-            out_dir = args.cv_report or str(Path(args.model).with_suffix("")) + "_cv"
-            search, paths = search_and_report(ds, param_grid=grid, out_dir=out_dir, cv=args.cv, scoring=args.scoring,
-                                              **model.get_params())
+            search, paths = search_and_report(ds, param_grid=grid, out_dir=_cv_report_dir(args), cv=args.cv,
+                                              scoring=args.scoring, **model.get_params())
             model = search.best_estimator_
             logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
                         search.best_score_, paths.get("markdown"))
         logger.info("trained in %.2fs: %d landmarks, %d Newton iterations", time.perf_counter() - t0,
                     model.components_.shape[0], model.n_iter_)
-    save_model(model, args.model)
+    try:
+        save_model(model, args.model, overwrite=args.overwrite)
+    except (OSError, ValueError) as exc:
+        if not args.checkpoint:
+            raise
+        msg = " ".join(str(exc).split())
+        raise UserError(f"{msg}; the finished fit is kept in checkpoint {args.checkpoint}: rerun the same command "
+                        "(with a writable --model) to save it without refitting") from None
     logger.info("model written to %s", args.model)
+    if args.checkpoint:
+        remove_checkpoint(args.checkpoint)
     return 0
+
+
+def _cv_report_dir(args) -> str:
+    return args.cv_report or str(Path(args.model).with_suffix("")) + "_cv"
 
 
 def cmd_evaluate(args) -> int:
@@ -343,9 +379,11 @@ def cmd_evaluate(args) -> int:
 
 def cmd_predict(args) -> int:
     from .model_io import load_model
-    from .predict_io import write_predictions
+    from .predict_io import OUTPUT_SUFFIXES, prediction_problem, write_predictions
 
-    _check_writable_target(args.out, "--out")
+    if Path(args.out).suffix.lower() not in OUTPUT_SUFFIXES:
+        raise UserError(f"--out {args.out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
+    _check_writable_target(args.out, "--out", args.overwrite, prediction_problem, "prediction file")
     model = load_model(args.model)
     ds = _open_data(args.data)
     with _connect(args):
@@ -373,8 +411,10 @@ def cmd_ingest(args) -> int:
 
 def cmd_run(args, spec=None) -> int:
     from .pipeline import load_pipeline, run_pipeline
+    from .replace import check_output_folder
 
     spec = load_pipeline(spec if spec is not None else args.pipeline, args.set)
+    check_output_folder(spec["output"], "pipeline output folder")
     with _connect(args):
         report = run_pipeline(spec)
     ev = report.get("evaluation")
@@ -455,6 +495,34 @@ COMMANDS = {
 }
 
 
+# OS errors a user causes (a path, a full disk, a read-only file system); any other OSError is a bug
+USER_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EISDIR, errno.ENOTDIR, errno.ENAMETOOLONG,
+               errno.ELOOP, errno.EFBIG, errno.EEXIST, errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOTEMPTY,
+               errno.EXDEV}
+USER_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
+STOPPED_OPERATION = {"train": "the fit cannot continue (with --checkpoint a rerun resumes where it stopped)",
+                     "predict": "the prediction cannot continue", "evaluate": "the evaluation cannot continue",
+                     "run": "the pipeline cannot continue", "demo": "the demo cannot continue"}
+
+
+def _is_user_os_error(exc: OSError) -> bool:
+    return isinstance(exc, USER_OS_ERRORS) or exc.errno in USER_ERRNOS or type(exc).__module__.startswith("dsvm")
+
+
+def _one_line(exc: BaseException, command: str) -> str:
+    """The error as one line, naming the path (OS errors) or the operation that stopped (no workers)."""
+    from .blockwise import NoWorkersError
+
+    if isinstance(exc, OSError) and type(exc).__module__ == "builtins" and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        text = f"{where}{exc.strerror}"
+    else:
+        text = str(exc)
+    if isinstance(exc, NoWorkersError) and command in STOPPED_OPERATION:
+        text = f"{text}; {STOPPED_OPERATION[command]}"
+    return " ".join(text.split()) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dsvm`` command; returns the exit status."""
     parser = build_parser()
@@ -471,9 +539,10 @@ def main(argv: list[str] | None = None) -> int:
             _check_cluster_args(args)
             return COMMANDS[args.command](args)
     except (UserError, ClusterSpecError, ModelFileError, PipelineError, FileNotFoundError, FileExistsError,
-            ValueError, PermissionError, MemoryError, NoWorkersError) as exc:
-        msg = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"dsvm {args.command}: error: {msg}", file=sys.stderr)
+            ValueError, PermissionError, MemoryError, NoWorkersError, OSError) as exc:
+        if isinstance(exc, OSError) and not _is_user_os_error(exc):
+            raise
+        print(f"dsvm {args.command}: error: {_one_line(exc, args.command)}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print(f"dsvm {args.command}: interrupted", file=sys.stderr)

@@ -11,15 +11,21 @@ A cluster spec is a YAML file in the style of dask-ctl::
     wait_for_workers: 2          # optional: block until this many workers joined
     timeout: 120                 # seconds to wait for them
 
-Only classes from :data:`ALLOWED_MODULES` are ever imported, so a spec file
-cannot make dsvm import arbitrary code.  Without a spec, an embedded
-``distributed.LocalCluster`` sized to this machine is started, listening on
-127.0.0.1 only.
+Only classes from :data:`ALLOWED_MODULES` are ever imported, and their
+keyword arguments are checked against one schema per class
+(:mod:`dsvm.cluster_schema`), so a spec file cannot make dsvm, the scheduler
+or the workers import or run code (no ``preload``, no class names, no
+positional ``args``).  Every listener that a spec does not place explicitly
+(scheduler, dashboards, job-queue workers) is bound to 127.0.0.1
+(:func:`local_listeners`): the spec decides where it listens, never a library
+default.  Without a spec, an embedded ``distributed.LocalCluster`` sized to
+this machine is started, listening on 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import logging
 import os
@@ -28,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .cluster_schema import SCHEMAS, ClusterSpecError, check_adapt, check_kwargs
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +54,11 @@ EXTRAS = {
 SPEC_KEYS = {"version", "module", "class", "args", "kwargs", "scale", "adapt", "wait_for_workers", "timeout", "name", "description"}
 
 
-class ClusterSpecError(ValueError):
-    """A cluster spec file is missing, malformed or names a class that is not allowed."""
+__all__ = ["ClusterSpecError", "connect", "load_cluster_spec", "validate_cluster_spec", "make_cluster",
+           "local_listeners"]
+LOCALHOST = "127.0.0.1"
+JOBQUEUE_CLASSES = ALLOWED_MODULES["dask_jobqueue"]
+assert set().union(*ALLOWED_MODULES.values()) <= set(SCHEMAS)
 
 
 def load_cluster_spec(path: str | os.PathLike) -> dict[str, Any]:
@@ -81,6 +92,9 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
     args, kwargs = spec.get("args", []) or [], spec.get("kwargs", {}) or {}
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise ClusterSpecError(f"{where}: 'args' must be a list and 'kwargs' a mapping")
+    if args:  # positional arguments would bypass the keyword schema
+        raise ClusterSpecError(f"{where}: positional 'args' are not accepted; name each argument under 'kwargs'")
+    check_kwargs(cls, kwargs, where)
     if "scale" in spec and "adapt" in spec:
         raise ClusterSpecError(f"{where}: give either 'scale' or 'adapt', not both")
     if "scale" in spec and not (_is_number(spec["scale"], int) and spec["scale"] >= 0):
@@ -90,6 +104,8 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
             raise ClusterSpecError(f"{where}: {key!r} must be a non-negative number")
     if "adapt" in spec and not isinstance(spec["adapt"], dict):
         raise ClusterSpecError(f"{where}: 'adapt' must be a mapping such as {{minimum: 1, maximum: 8}}")
+    if "adapt" in spec:
+        check_adapt(spec["adapt"], where)
     out = dict(spec)
     out["args"], out["kwargs"] = args, kwargs
     return out
@@ -120,11 +136,57 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 
 
+def _local_address(address: Any) -> Any:
+    """``":8787"`` or ``8787`` (a port without a host) as ``"127.0.0.1:8787"``; anything else unchanged."""
+    if isinstance(address, int) and not isinstance(address, bool):
+        return f"{LOCALHOST}:{address}"
+    if isinstance(address, str) and (address.startswith(":") or address.isdigit()):
+        return f"{LOCALHOST}:{address.lstrip(':')}"
+    return address
+
+
+def local_listeners(cls: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with every listener the spec does not place explicitly bound to 127.0.0.1.
+
+    ``LocalCluster``: scheduler and workers (unless ``host`` or ``interface``
+    is given) and the dashboard (unless ``dashboard_address`` names a host;
+    a bare port gets 127.0.0.1).  dask-jobqueue classes: the scheduler and
+    its dashboard in this process the same way (through
+    ``scheduler_options``), and in the job script the workers (``--host``,
+    unless ``interface`` or a worker address option is given) and their
+    dashboards.  Kubernetes and gateway clusters listen inside their own
+    network and are left as they are.
+    """
+    kw = copy.deepcopy(kwargs)
+    if cls == "LocalCluster":
+        if "host" not in kw and "interface" not in kw:
+            kw["host"] = LOCALHOST
+        kw["dashboard_address"] = _local_address(kw.get("dashboard_address", ":0"))
+        kw["worker_dashboard_address"] = _local_address(kw.get("worker_dashboard_address"))
+    elif cls in JOBQUEUE_CLASSES:
+        options = kw.setdefault("scheduler_options", {})
+        if not {"host", "interface"} & set(options) and "interface" not in kw:
+            options["host"] = LOCALHOST
+        options["dashboard_address"] = _local_address(options.get("dashboard_address", ":0"))
+        args = list(kw.get("worker_extra_args", []))
+        flags = {a.split("=", 1)[0] for a in args if a.startswith("-")}
+        for i, a in enumerate(args[:-1]):
+            if a == "--dashboard-address":
+                args[i + 1] = _local_address(args[i + 1])
+        if not flags & {"--dashboard-address", "--no-dashboard"}:
+            args += ["--dashboard-address", f"{LOCALHOST}:0"]
+        if "interface" not in kw and not flags & {"--host", "--listen-address", "--interface"}:
+            args += ["--host", LOCALHOST]
+        kw["worker_extra_args"] = args
+    return kw
+
+
 def make_cluster(spec: dict[str, Any], where: str = "cluster spec"):
     """Construct the cluster described by a validated spec and apply scale/adapt."""
     cls = cluster_class(spec)
+    kwargs = local_listeners(spec["class"], spec["kwargs"])
     try:
-        cluster = cls(*spec["args"], **spec["kwargs"])
+        cluster = cls(**kwargs)
     except (TypeError, ValueError, RuntimeError, OSError) as exc:
         raise ClusterSpecError(f"{where}: cannot start {spec['module']}.{spec['class']}: {_first_line(exc)}") from exc
     try:

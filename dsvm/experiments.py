@@ -66,6 +66,8 @@ from typing import Any
 
 import numpy as np
 
+from .replace import claim_output_folder, save_figure, write_report_file
+
 logger = logging.getLogger(__name__)
 
 C_PAPER = 10.0
@@ -853,8 +855,7 @@ def run_paper(spec: dict[str, Any]) -> dict[str, Any]:
     from threadpoolctl import threadpool_limits
 
     cfg = paper_config(spec)
-    out = Path(spec["output"])
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_folder(spec["output"], "pipeline output folder")
     work = out / "data"
     quick = cfg["quick"]
     t_start = time.perf_counter()
@@ -925,8 +926,8 @@ def run_paper(spec: dict[str, Any]) -> dict[str, Any]:
     report["evaluation"] = None
     if (spec.get("report") or {}).get("plots", True):
         report["plots"] = write_plots(report, out)
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=json_safe))
-    (out / "report.md").write_text(markdown(report))
+    write_report_file(out / "report.json", json.dumps(report, indent=2, default=json_safe))
+    write_report_file(out / "report.md", markdown(report))
     logger.info("paper: report written to %s (%.0fs)", out, report["total_seconds"])
     return report
 
@@ -1188,7 +1189,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
                title="Linear solve on the same features, equal objective")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(out / "table3_t_linear.png", dpi=110)
+        save_figure(fig, out / "table3_t_linear.png", dpi=110)
         plt.close(fig)
         names.append("table3_t_linear.png")
     if report["table4"]:
@@ -1207,7 +1208,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
                     title="test accuracy")
         axes[1].legend(loc="lower right")
         fig.tight_layout()
-        fig.savefig(out / "table4_lasn_vs_libsvm.png", dpi=110)
+        save_figure(fig, out / "table4_lasn_vs_libsvm.png", dpi=110)
         plt.close(fig)
         names.append("table4_lasn_vs_libsvm.png")
     if report["sensitivity"]:
@@ -1224,7 +1225,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
                        yticklabels=s["k"], xlabel="C", ylabel="k", title=f"{s['dataset']}: {title} accuracy (%)")
                 fig.colorbar(im, ax=ax)
         fig.tight_layout()
-        fig.savefig(out / "sensitivity.png", dpi=100)
+        save_figure(fig, out / "sensitivity.png", dpi=100)
         plt.close(fig)
         names.append("sensitivity.png")
     st = report.get("structure")
@@ -1246,7 +1247,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
         ax.set(xlabel="training rows N", ylabel="seconds", title=f"what structure is worth ({st['dataset']})")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / "structure.png", dpi=110)
+        save_figure(fig, out / "structure.png", dpi=110)
         plt.close(fig)
         names.append("structure.png")
     return names

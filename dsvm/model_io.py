@@ -11,38 +11,37 @@ UTF-8 JSON document::
 
 (``NystroemSVR`` files have no classes and ``"classes_kind": null``).
 
-Files are written to a temporary name next to the target and renamed, so a
-crash never leaves a half-written model under the target name.  Every array
-is checked for shape consistency on load; a corrupted, truncated or foreign
-file raises :class:`ModelFileError` naming the file and the problem.
+Files are written through :mod:`dsvm.replace` (a private temporary file,
+moved into place when complete; an existing file is replaced only with
+``overwrite=True`` and only if it is a dsvm model).  Reading is bounded
+(:mod:`dsvm.npz_files`): only a regular file, only the members the format
+names, every member's declared shape and size checked against the metadata
+before any data is decompressed.  The metadata's fields are type-checked and
+the arrays checked for consistency; a model whose decision values cannot be
+finite is refused.  A corrupted, truncated, crafted or foreign file raises
+:class:`ModelFileError` naming the file and the problem.
 """
 
 from __future__ import annotations
 
-import json
+import math
+import numbers
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .npz_files import SUPPORTED_VERSION, MemberRules, ModelFileError, meta_array, read_npz, write_npz
+
+__all__ = ["ModelFileError", "save_model", "load_model", "meta_array", "FORMAT"]
+
 FORMAT = "dsvm-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = SUPPORTED_VERSION
 ESTIMATORS = ("NystroemSVC", "NystroemSVR")
 CLASSES_KINDS = ("numeric", "str", "object-str")
-
-
-class ModelFileError(ValueError):
-    """A model file is missing, corrupted, foreign or inconsistent."""
-
-
-def _json_default(obj: Any):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"cannot store {type(obj).__name__} in model metadata")
+# kernels whose values lie in [-1, 1]: a bound on the weights bounds every decision value
+BOUNDED_KERNELS = ("rbf", "sigmoid")
 
 
 def _encode_classes(classes: np.ndarray) -> tuple[np.ndarray, str]:
@@ -61,56 +60,7 @@ def _decode_classes(arr: np.ndarray, kind: str) -> np.ndarray:
     return arr
 
 
-def atomic_write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write an ``.npz`` archive under a temporary name, then rename it into place."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def read_npz(path: Path, expected_format: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """Read an archive written by :func:`atomic_write_npz`: ``(meta, arrays)``."""
-    path = Path(path)
-    if not path.exists():
-        raise ModelFileError(f"{path}: no such file")
-    if path.is_dir() or not zipfile.is_zipfile(path):
-        # np.load would try anything else as a pickle (and suggest allowing it)
-        raise ModelFileError(f"{path}: not a dsvm {expected_format.split('-')[-1]} file (not an .npz archive)")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {name: z[name] for name in z.files}
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise ModelFileError(f"{path}: not a dsvm file or corrupted ({exc})") from None
-    except ValueError as exc:  # e.g. an object array that would need pickle
-        raise ModelFileError(f"{path}: refused to load ({exc})") from None
-    if "__meta__" not in arrays:
-        raise ModelFileError(f"{path}: not a dsvm file (no __meta__ entry)")
-    try:
-        meta = json.loads(bytes(arrays.pop("__meta__")).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(f"{path}: metadata is corrupted ({exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != expected_format:
-        raise ModelFileError(f"{path}: not a {expected_format} file (format={meta.get('format') if isinstance(meta, dict) else None!r})")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path}: format version {meta.get('format_version')!r} is not supported (this dsvm reads version {FORMAT_VERSION})"
-        )
-    return meta, arrays
-
-
-def meta_array(meta: dict) -> np.ndarray:
-    return np.frombuffer(json.dumps(meta, default=_json_default).encode("utf-8"), dtype=np.uint8)
-
-
-def save_model(model, path: str | os.PathLike) -> Path:
+def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     """Save a fitted dsvm estimator to ``path`` (``.npz``; no pickle).
 
     Parameters
@@ -118,7 +68,16 @@ def save_model(model, path: str | os.PathLike) -> Path:
     model : NystroemSVC or NystroemSVR
         A fitted estimator.
     path : str or path-like
-        Target file; written atomically.
+        Target file; written to a temporary file and moved into place when complete.
+    overwrite : bool, default=False
+        Replace an existing model file (only a dsvm model file is ever replaced).
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False, or it is not a dsvm model file.
+    dsvm.replace.NoSpaceError
+        The disk filled up; an old file at ``path`` is unchanged.
 
     Returns
     -------
@@ -177,9 +136,8 @@ def save_model(model, path: str | os.PathLike) -> Path:
     if hasattr(model, "probA_"):
         arrays["probA"] = np.asarray(model.probA_, dtype=np.float64)
         arrays["probB"] = np.asarray(model.probB_, dtype=np.float64)
-    path = Path(path)
-    atomic_write_npz(path, arrays)
-    return path
+    write_npz(path, arrays, overwrite=overwrite, what="model", expected_format=FORMAT)
+    return Path(path)
 
 
 def _check_arrays(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> None:
@@ -237,6 +195,89 @@ def _check_classes(path: Path, a: dict[str, np.ndarray], kind) -> np.ndarray:
     return _decode_classes(classes, kind)
 
 
+def _finite_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _count(x: Any, minimum: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= minimum
+
+
+def _check_meta(path: Path, meta: dict) -> None:
+    """Every metadata field load_model uses has the type it must have (the JSON is the user's file)."""
+    def bad(field: str, expected: str):
+        value = repr(meta_value(field))
+        raise ModelFileError(f"{path}: metadata field {field} is {value[:60]}, expected {expected}")
+
+    def meta_value(field: str):
+        node: Any = meta
+        for part in field.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+
+    if meta.get("estimator") not in ESTIMATORS:
+        raise ModelFileError(f"{path}: estimator {meta.get('estimator')!r} is not supported by this dsvm version")
+    for field in ("params", "kernel", "fitted"):
+        if not isinstance(meta.get(field), dict):
+            bad(field, "a mapping")
+    if not isinstance(meta.get("dtype"), str):
+        bad("dtype", "'float32' or 'float64'")
+    fitted = meta["fitted"]
+    if not _count(fitted.get("n_features_in_"), 1):
+        bad("fitted.n_features_in_", "a positive integer")
+    if not _count(fitted.get("n_iter_"), 0):
+        bad("fitted.n_iter_", "a non-negative integer")
+    if not (_finite_number(fitted.get("gamma_")) and fitted["gamma_"] > 0):
+        bad("fitted.gamma_", "a positive finite number")
+    problems = fitted.get("problems")
+    if not (isinstance(problems, list) and problems and all(isinstance(p, dict) for p in problems)):
+        bad("fitted.problems", "a non-empty list of mappings")
+    objective = fitted.get("objective_")
+    if not (_finite_number(objective) or (isinstance(objective, list) and len(objective) == len(problems)
+                                         and all(_finite_number(v) for v in objective))):
+        bad("fitted.objective_", "a finite number or one per problem")
+    if not isinstance(fitted.get("solver_stats", {}), dict):
+        bad("fitted.solver_stats", "a mapping")
+    if not _count(meta["params"].get("n_components"), 1):
+        bad("params.n_components", "a positive integer")
+
+
+def _model_rules(path: Path, meta: dict) -> MemberRules:
+    """The arrays of a model file and the shapes the metadata allows them (see dsvm.npz_files)."""
+    _check_meta(path, meta)
+    fitted = meta["fitted"]
+    k_max = meta["params"]["n_components"]
+    return MemberRules(
+        shapes={"components": ("k", "p"), "normalization": ("r", "k"), "eigenvalues": ("r",), "coef": ("m", "r"),
+                "intercept": ("m",), "component_indices": ("k",), "probA": ("m",), "probB": ("m",),
+                "classes": None},  # its shape is checked with the labels (_check_classes)
+        known={"p": fitted["n_features_in_"], "m": len(fitted["problems"])},
+        at_most={"k": k_max, "r": k_max},
+        kinds={"components": "f", "normalization": "f", "eigenvalues": "f", "coef": "f", "intercept": "f",
+               "component_indices": "iu", "probA": "f", "probB": "f", "classes": "biufU"},
+    )
+
+
+def _check_decision_bound(path: Path, a: dict[str, np.ndarray], kernel: str, dtype: np.dtype) -> None:
+    """Refuse weights that make decision values overflow the feature dtype.
+
+    A decision value is ``K(x, landmarks) @ normalizationᵀ @ coefᵀ + intercept``;
+    with kernel values in [-1, 1] (rbf, sigmoid) it is at most
+    ``Σ_j |coef @ normalization|_j + |intercept|`` in magnitude, which must be
+    finite in ``dtype`` (the features' dtype, in which the product is taken).
+    For the unbounded kernels (linear, poly) the same bound per unit kernel
+    value must be finite.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        weights = np.abs(a["coef"].astype(np.float64)) @ np.abs(a["normalization"].astype(np.float64))
+        bound = weights.sum(axis=1) + np.abs(a["intercept"].astype(np.float64))
+    limit = float(np.finfo(dtype).max)
+    if not np.all(np.isfinite(bound)) or np.any(bound >= limit) or np.abs(a["coef"]).max() >= limit:
+        per = "" if kernel in BOUNDED_KERNELS else " per unit kernel value"
+        raise ModelFileError(f"{path}: coef, normalization and intercept make decision values overflow {dtype} "
+                             f"(bound {float(np.max(bound)):.3g}{per}); the weights are corrupted")
+
+
 def load_model(path: str | os.PathLike):
     """Load a model saved by :func:`save_model` (never executes code from the file).
 
@@ -248,7 +289,8 @@ def load_model(path: str | os.PathLike):
     Raises
     ------
     ModelFileError
-        If the file is missing, corrupted, foreign or its arrays or metadata are inconsistent.
+        If the file is missing, not a regular file, corrupted, foreign, or its
+        arrays or metadata are inconsistent.
     """
     from .estimator import NystroemSVC
     from .kernels import KernelSpec
@@ -256,24 +298,23 @@ def load_model(path: str | os.PathLike):
     from .svr import NystroemSVR
 
     path = Path(path)
-    meta, a = read_npz(path, FORMAT)
-    if meta.get("estimator") not in ESTIMATORS:
-        raise ModelFileError(f"{path}: estimator {meta.get('estimator')!r} is not supported by this dsvm version")
+    meta, a = read_npz(path, FORMAT, _model_rules)
     is_classifier = meta["estimator"] == "NystroemSVC"
+    fitted = meta["fitted"]
     try:
-        fitted = meta["fitted"]
         classes = _check_classes(path, a, meta.get("classes_kind")) if is_classifier else None
         n_problems = 1 if not is_classifier or classes.size == 2 else classes.size
-        _check_arrays(path, a, n_problems, int(fitted["n_features_in_"]))
+        _check_arrays(path, a, n_problems, fitted["n_features_in_"])
         params = dict(meta["params"])
         if isinstance(params.get("class_weight"), dict) and "keys" in params["class_weight"]:
             cw = params["class_weight"]
             params["class_weight"] = dict(zip(cw["keys"], cw["values"]))
         model = (NystroemSVC if is_classifier else NystroemSVR)(**params)
         model._check_params()
-        if np.dtype(meta["dtype"]) not in (np.dtype(np.float32), np.dtype(np.float64)):
+        if meta["dtype"] not in ("float32", "float64"):
             raise ValueError(f"dtype {meta['dtype']!r} is not float32 or float64")
         spec = KernelSpec.from_dict(meta["kernel"])
+        _check_decision_bound(path, a, spec.name, np.dtype(meta["dtype"]))
         fmap = FeatureMap(
             spec=spec,
             components=a["components"].astype(np.float64),
@@ -293,15 +334,15 @@ def load_model(path: str | os.PathLike):
     model.component_indices_ = a.get("component_indices")
     model.coef_ = a["coef"].astype(np.float64)
     model.intercept_ = a["intercept"].astype(np.float64)
-    model.n_features_in_ = int(fitted["n_features_in_"])
+    model.n_features_in_ = fitted["n_features_in_"]
     model.zero_based_ = fitted.get("zero_based_")  # absent from older files: no base to check
     if model.zero_based_ is not None and not isinstance(model.zero_based_, bool):
         raise ModelFileError(f"{path}: metadata zero_based_ must be true, false or null, got {model.zero_based_!r}")
-    model.n_iter_ = int(fitted["n_iter_"])
+    model.n_iter_ = fitted["n_iter_"]
     model.gamma_ = float(fitted["gamma_"])
     obj = fitted["objective_"]
-    model.objective_ = float(obj) if np.ndim(obj) == 0 else np.asarray(obj, dtype=np.float64)
-    model.solver_stats_ = dict(fitted.get("solver_stats", {}), problems=fitted.get("problems", []))
+    model.objective_ = float(obj) if not isinstance(obj, list) else np.asarray(obj, dtype=np.float64)
+    model.solver_stats_ = dict(fitted.get("solver_stats", {}), problems=fitted["problems"])
     if "probA" in a:
         model.probA_, model.probB_ = a["probA"], a["probB"]
     return model

@@ -54,6 +54,7 @@ from .pipeline_spec import (  # noqa: F401  (load_pipeline, PipelineError: this 
     load_pipeline,
     search_grid,
 )
+from .replace import OUTPUT_MARKER, check_output_folder, claim_output_folder, save_figure, write_report_file
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ def _plot_convergence(stats: dict, path: Path) -> bool:
     if len(stats["problems"]) > 1:
         axes[1].legend(title="class")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return True
 
@@ -141,7 +142,7 @@ def _plot_accuracy_vs_k(rows: list[dict], path: Path) -> bool:
     ax2.plot(ks, [r["fit_seconds"] for r in rows], marker="s", color="tab:orange")
     ax2.set_ylabel("fit seconds", color="tab:orange")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return True
 
@@ -203,8 +204,9 @@ def _machine() -> str:
 def _remove_new_empty_dirs_on_failure(path: Path):
     """On failure, remove ``path`` and those of its parents this run created, if still empty.
 
-    Only empty folders are removed (``rmdir``), so nothing that existed before the run,
-    and nothing written into them, is ever deleted.
+    Only empty folders are removed (``rmdir``; besides the output marker this run
+    wrote), so nothing that existed before the run, and nothing written into them,
+    is ever deleted.
     """
     new = []  # deepest first
     for p in (path, *path.parents):
@@ -216,6 +218,7 @@ def _remove_new_empty_dirs_on_failure(path: Path):
     except BaseException:
         for p in new:
             try:
+                (p / OUTPUT_MARKER).unlink(missing_ok=True)
                 p.rmdir()
             except OSError:
                 pass
@@ -250,7 +253,7 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     where = f"pipeline {spec.get('name', '')}".strip()
     check_pipeline(spec, where)
     check_inputs(spec, where)
-    out = Path(spec["output"])
+    out = check_output_folder(spec["output"], "pipeline output folder")
     with _remove_new_empty_dirs_on_failure(out / "data"):
         if spec.get("kind") == "paper":
             from .experiments import run_paper
@@ -266,7 +269,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     from .metrics import evaluate
     from .model_io import save_model
 
-    out.mkdir(parents=True, exist_ok=True)
+    claim_output_folder(out, "pipeline output folder")
     data_dir = out / "data"
     data_dir.mkdir(exist_ok=True)
     t0 = time.perf_counter()
@@ -295,7 +298,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         logger.info("pipeline %s: best %s (CV %.4f)", spec["name"], search.best_params_, search.best_score_)
     else:
         model = NystroemSVC(**params).fit(train)
-    save_model(model, out / "model.npz")
+    save_model(model, out / "model.npz", overwrite=True)
     evaluation = evaluate(model, test) if test is not None else None
     stats = model.solver_stats_
     report: dict[str, Any] = {
@@ -331,8 +334,8 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
             report["plots"].append("accuracy_vs_k.png")
     from .experiments import json_safe
 
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=json_safe))
-    (out / "report.md").write_text(_markdown(report))
+    write_report_file(out / "report.json", json.dumps(report, indent=2, default=json_safe))
+    write_report_file(out / "report.md", _markdown(report))
     logger.info("pipeline %s: report written to %s", spec["name"], out)
     del io
     return report

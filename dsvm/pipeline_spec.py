@@ -58,6 +58,25 @@ def _substitute(value: Any, params: dict[str, Any], where: str) -> Any:
     return value
 
 
+def _resolve_params(params: dict[str, Any], where: str) -> dict[str, Any]:
+    """Parameters that use other parameters (``out: "${root}/x"``) resolved; a cycle is an error."""
+    resolved: dict[str, Any] = {}
+
+    def resolve(key: str, chain: tuple[str, ...]) -> Any:
+        if key in resolved:
+            return resolved[key]
+        if key in chain:
+            cycle = " -> ".join(f"${{{k}}}" for k in (*chain[chain.index(key):], key))
+            raise PipelineError(f"{where}: params refer to each other in a cycle ({cycle})")
+        refs = {ref: resolve(ref, (*chain, key)) for ref in _referenced(params[key]) if ref in params}
+        resolved[key] = _substitute(params[key], refs, f"{where}: params.{key}")
+        return resolved[key]
+
+    for key in params:
+        resolve(key, ())
+    return resolved
+
+
 def _parse_override(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise PipelineError(f"--set {text!r}: expected key=value")
@@ -140,6 +159,7 @@ def load_pipeline(path: str | Path | dict, overrides: list[str] | None = None) -
     params = _check_keys(spec.get("params"), None, "params", where)
     params = dict(params)
     _apply_overrides(spec, params, overrides or [], where)
+    params = _resolve_params(params, where)
     resolved = _substitute({k: v for k, v in spec.items() if k != "params"}, params, where)
     resolved["params"] = params
     resolved.setdefault("kind", "train")

@@ -1,28 +1,106 @@
-"""Writing predictions block by block (never all of them in memory at once)."""
+"""Writing predictions block by block (never all of them in memory at once).
+
+The file goes through :mod:`dsvm.replace`: written in a private temporary
+folder and moved into place when complete; an existing output is replaced
+only with ``overwrite=True`` and only if it is a prediction file dsvm wrote
+(:func:`prediction_problem`).
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
-import shutil
+import stat
 from pathlib import Path
 
 import numpy as np
 
+from .io.layout import to_json_scalar
 from .operator import decision_blocks
+from .replace import create_exclusive, regular_file_problem, replacing
 
 OUTPUT_SUFFIXES = (".zarr", ".npy", ".csv")
+FORMAT = "dsvm-predictions"
+KINDS = ("decision", "labels", "values")
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def _first_bytes(path: Path, n: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        return f.read(n)
+
+
+def _is_header(fields: list[str]) -> bool:
+    return fields in (["prediction"], ["decision"]) or (bool(fields) and all(f.startswith("decision_") for f in fields))
+
+
+def prediction_problem(path: str | os.PathLike) -> str | None:
+    """None if ``path`` is a prediction output dsvm writes, else why it is not.
+
+    A ``.csv`` must start with dsvm's header line (``prediction``, ``decision``
+    or ``decision_<class>,...``), an ``.npy`` must be a NumPy array file (dsvm
+    adds no marker to those), a ``.zarr`` must carry ``format: dsvm-predictions``
+    (or, from older versions, dsvm's ``kind`` and ``n_rows`` attributes).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix != ".zarr":
+        reason = regular_file_problem(path)
+        if reason is not None:
+            return reason
+        head = _first_bytes(path, 65536)
+        if suffix == ".npy":
+            return None if head.startswith(NPY_MAGIC) else "it is not a NumPy .npy file"
+        first = head.decode("utf-8", errors="replace").splitlines()[:1]
+        fields = next(csv.reader(first), []) if first else []
+        return None if _is_header(fields) else "its first line is not a dsvm prediction header"
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is a symbolic link" if stat.S_ISLNK(st.st_mode) else "it is not a folder"
+    try:
+        meta = json.loads(_first_bytes(path / "zarr.json", 2**20))
+        attrs = meta.get("attributes", {})
+    except (OSError, ValueError, AttributeError):
+        return "it has no readable zarr.json"
+    if attrs.get("format") == FORMAT or (attrs.get("kind") in KINDS and "n_rows" in attrs):
+        return None
+    return f"its zarr attributes have format={attrs.get('format')!r}, not {FORMAT!r}"
+
+
+def _csv_cells(values: np.ndarray, labels: bool) -> list:
+    """Rows of text cells: labels as the dataset stores them (integral floats as integers), numbers exactly."""
+    rows = values[:, None] if values.ndim == 1 else values
+    if labels and rows.dtype.kind == "f":
+        return [[to_json_scalar(v) for v in row] for row in rows.tolist()]
+    return rows.tolist()  # str(float) is the shortest text that reads back to the same float
+
+
+def _npy_header(f, dtype: np.dtype, shape: tuple) -> None:
+    np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                                             "shape": shape})
 
 
 def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = False, overwrite: bool = False) -> int:
     """Predict ``X`` (array, dask array or Dataset) block-wise and write to ``out``.
 
     The format follows the suffix: ``.zarr`` (a 1-d array, or 2-d decision
-    values for multiclass), ``.npy`` or ``.csv`` (one row per input row).  The
-    output is written under a temporary name and renamed when complete.
+    values for multiclass), ``.npy`` or ``.csv`` (one row per input row,
+    written with the :mod:`csv` module: labels as stored, quoted where
+    needed, numbers in full precision).
 
     Returns
     -------
     Number of rows written.
+
+    Raises
+    ------
+    FileExistsError
+        ``out`` exists and ``overwrite`` is False, or it is not a prediction file dsvm wrote.
+    dsvm.replace.NoSpaceError
+        The disk filled up; an old ``out`` is unchanged.
     """
     import zarr
 
@@ -30,8 +108,6 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ValueError(f"--out {out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
-    if out.exists() and not overwrite:
-        raise FileExistsError(f"{out} exists; pass --overwrite to replace it")
     X_rb, checked = model._validate_predict_input(X)
     dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
     classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value
@@ -39,15 +115,16 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
         # one fixed width for every block: the first block's labels may all be short ones
         classes = classes.astype(str)
     binary = model.coef_.shape[0] == 1
+    labels = not decision and classes is not None
+    kind = "decision" if decision else ("labels" if classes is not None else "values")
 
     def convert(d: np.ndarray) -> np.ndarray:
-        if decision or classes is None:
+        if not labels:
             return d[:, 0] if binary else d
         return classes[(d[:, 0] > 0).astype(int)] if binary else classes[np.argmax(d, axis=1)]
 
     n = X_rb.n_rows
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
+    with replacing(out, overwrite=overwrite, ours=prediction_problem, what="prediction file") as staged:
         if suffix == ".zarr":
             arr = None
             start = 0
@@ -55,37 +132,32 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
                 values = convert(block)
                 if arr is None:
                     shape = (n,) + values.shape[1:]
-                    arr = zarr.create_array(str(tmp), shape=shape, dtype=values.dtype,
+                    arr = zarr.create_array(str(staged.path), shape=shape, dtype=values.dtype,
                                             chunks=(max(1, len(values)),) + values.shape[1:])
-                    kind = "decision" if decision else ("labels" if classes is not None else "values")
-                    arr.attrs.update({"kind": kind, "n_rows": n})
+                    arr.attrs.update({"format": FORMAT, "kind": kind, "n_rows": n})
                 arr[start : start + len(values)] = values
                 start += len(values)
         elif suffix == ".npy":
-            mm = None
-            start = 0
-            for block in dec.iter_blocks():
-                values = convert(block)
-                if mm is None:
-                    mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=values.dtype, shape=(n,) + values.shape[1:])
-                mm[start : start + len(values)] = values
-                start += len(values)
-            if mm is not None:
-                mm.flush()
-                del mm
-        else:
-            with open(tmp, "w") as f:
-                header = ["decision"] if decision and binary else (
-                    [f"decision_{c}" for c in classes] if decision else ["prediction"])
-                f.write(",".join(header) + "\n")
+            with create_exclusive(staged.path) as f:
+                header = False
                 for block in dec.iter_blocks():
-                    values = convert(block)
-                    values = values[:, None] if values.ndim == 1 else values
-                    np.savetxt(f, values, delimiter=",", fmt="%s" if values.dtype.kind in "UO" else "%.10g")
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp) if tmp.is_dir() else tmp.unlink()
+                    values = np.ascontiguousarray(convert(block))
+                    if not header:
+                        _npy_header(f, values.dtype, (n,) + values.shape[1:])
+                        header = True
+                    f.write(values.tobytes())
+                if not header:  # no rows
+                    width = () if binary or labels else (model.coef_.shape[0],)
+                    _npy_header(f, classes.dtype if labels else np.dtype(np.float64), (0,) + width)
+                f.flush()
+                os.fsync(f.fileno())
+        else:
+            with create_exclusive(staged.path) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["decision"] if decision and binary else (
+                    [f"decision_{c}" for c in classes] if decision else ["prediction"]))
+                for block in dec.iter_blocks():
+                    writer.writerows(_csv_cells(convert(block), labels))
+                f.flush()
+                os.fsync(raw.fileno())
     return n

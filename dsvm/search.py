@@ -78,6 +78,7 @@ the pipeline step: :func:`parse_search_args` and :func:`write_cv_report`.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import os
@@ -105,6 +106,7 @@ from .kernels import kernel_block, kernel_matrix, make_kernel_spec, prepare_land
 from .landmarks import select_landmarks, uniform_landmarks
 from .nystroem import default_eig_rtol, nystroem_normalization
 from .operator import FeatureStore, SquaredHingeOperator
+from .replace import claim_output_folder, save_figure, write_report_file
 from .solvers import choose_hessian
 
 logger = logging.getLogger(__name__)
@@ -1208,26 +1210,25 @@ def write_cv_report(search, out_dir, prefix: str = "cv") -> dict[str, Path]:
     ``.csv``, ``.json`` and ``<prefix>_heatmap.png`` — mean test score over
     ``C`` (rows) x ``gamma`` (columns) at the best values of the other
     parameters (``n_components`` …).  Without matplotlib the plot is skipped
-    with a warning.
+    with a warning.  ``out_dir`` must be new, empty or a dsvm output folder
+    (:func:`dsvm.replace.claim_output_folder`).
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_folder(out_dir, "report folder")
     rows = cv_table(search)
     columns = list(dict.fromkeys(k for row in rows for k in row))
     paths: dict[str, Path] = {}
 
-    p = out / f"{prefix}_results.csv"
-    with open(p, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        for row in rows:
-            w.writerow({k: row.get(k, "") for k in columns})
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=columns)
+    w.writeheader()
+    for row in rows:
+        w.writerow({k: row.get(k, "") for k in columns})
+    p = write_report_file(out / f"{prefix}_results.csv", text.getvalue())
     paths["csv"] = p
 
     scoring = getattr(search, "scoring", None) or "accuracy"
     best = {k: _plain(v) for k, v in search.best_params_.items()}
-    p = out / f"{prefix}_results.json"
-    p.write_text(json.dumps({
+    p = write_report_file(out / f"{prefix}_results.json", json.dumps({
         "scoring": scoring, "best_params": best, "best_score": float(search.best_score_),
         "n_splits": int(getattr(search, "n_splits_", 0)), "refit_time": getattr(search, "refit_time_", None),
         "search_stats": {k: v for k, v in getattr(search, "search_stats_", {}).items()},
@@ -1245,8 +1246,7 @@ def write_cv_report(search, out_dir, prefix: str = "cv") -> dict[str, Path]:
         "|" + "---|" * len(shown),
     ]
     lines += ["| " + " | ".join(_fmt(row.get(c, "")) for c in shown) + " |" for row in rows]
-    p = out / f"{prefix}_results.md"
-    p.write_text("\n".join(lines) + "\n")
+    p = write_report_file(out / f"{prefix}_results.md", "\n".join(lines) + "\n")
     paths["markdown"] = p
 
     png = _plot_heatmap(search, out / f"{prefix}_heatmap.png", scoring)
@@ -1294,7 +1294,7 @@ def _plot_heatmap(search, path: Path, scoring: str) -> Path | None:
                         color="black" if M[a, b] > mid else "white", fontweight="bold" if is_best else "normal")
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -2,6 +2,7 @@
 evaluate, predict, info, run, demo."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -205,3 +206,135 @@ model:
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and expected in err[0], err
     assert not (tmp_path / "d.zarr").exists()
+
+
+# --------------------------------------------------------------------------- outputs and checkpoints of train
+
+@pytest.fixture
+def small_dataset(tmp_path):
+    return dsvm.make_classification_zarr(tmp_path / "d.zarr", n_samples=400, n_features=6, random_state=0)
+
+
+@pytest.fixture
+def fit_calls(monkeypatch):
+    """Records every NystroemSVC.fit (to show that an error came before the work)."""
+    calls = []
+    real = dsvm.NystroemSVC.fit
+
+    def fit(self, *args, **kwargs):
+        calls.append(self)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(dsvm.NystroemSVC, "fit", fit)
+    return calls
+
+
+def _error_line(capsys, command="train") -> str:
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith(f"dsvm {command}: error: "), err
+    return err[0]
+
+
+TRAIN = ("-k", 20, "--gamma", 0.5, "--random-state", 0, "--workers", 1, "--threads-per-worker", 1)
+
+
+def test_a_directory_as_model_fails_before_fitting(tmp_path, small_dataset, fit_calls, capsys):
+    """`mkdir out.npz; dsvm train d.zarr --model out.npz -k 50 --checkpoint ck.npz` fitted, removed the
+    checkpoint, then ended in IsADirectoryError."""
+    (tmp_path / "out.npz").mkdir()
+    assert _run("train", small_dataset.path, "--model", tmp_path / "out.npz", "--checkpoint", tmp_path / "ck.npz",
+                *TRAIN) == 1
+    line = _error_line(capsys)
+    assert "out.npz" in line and "it is a directory" in line
+    assert fit_calls == [] and not (tmp_path / "ck.npz").exists()
+
+
+def test_an_existing_model_needs_overwrite_and_other_files_are_never_replaced(tmp_path, small_dataset, fit_calls,
+                                                                              capsys):
+    model = tmp_path / "m.npz"
+    assert _run("train", small_dataset.path, "--model", model, *TRAIN) == 0
+    capsys.readouterr()
+    before = model.read_bytes()
+    assert _run("train", small_dataset.path, "--model", model, *TRAIN) == 1
+    assert "--overwrite" in _error_line(capsys) and model.read_bytes() == before and len(fit_calls) == 1
+    assert _run("train", small_dataset.path, "--model", model, "--overwrite", "-C", 3, *TRAIN) == 0
+    assert dsvm.load_model(model).C == 3.0
+    notes = tmp_path / "notes.txt"
+    notes.write_text("precious\n")
+    assert _run("train", small_dataset.path, "--model", notes, "--overwrite", *TRAIN) == 1
+    assert "not a model written by dsvm" in _error_line(capsys) and notes.read_text() == "precious\n"
+    assert len(fit_calls) == 2
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "directory", "text-file"])
+def test_the_checkpoint_path_is_checked_before_the_work(tmp_path, small_dataset, fit_calls, capsys, where):
+    path = {"missing-folder": tmp_path / "no" / "ck.npz", "directory": tmp_path / "ck",
+            "text-file": tmp_path / "ck.txt"}[where]
+    if where == "directory":
+        path.mkdir()
+    elif where == "text-file":
+        path.write_text("precious\n")
+    assert _run("train", small_dataset.path, "--model", tmp_path / "m.npz", "--checkpoint", path, *TRAIN) == 1
+    assert str(path) in _error_line(capsys)
+    assert fit_calls == [] and not (tmp_path / "m.npz").exists()
+    if where == "text-file":
+        assert path.read_text() == "precious\n"
+
+
+def test_a_failed_save_keeps_the_checkpoint_and_the_rerun_saves_without_refitting(tmp_path, small_dataset, monkeypatch,
+                                                                                 capsys, caplog):
+    """Disk full on the model's file system lost the finished fit: the checkpoint was already removed."""
+    import errno
+
+    reference = tmp_path / "reference.npz"
+    assert _run("train", small_dataset.path, "--model", reference, *TRAIN) == 0
+    real_savez = np.savez
+
+    def savez_disk_full(f, **arrays):
+        if "coef" in arrays:  # the model file, not a checkpoint
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_savez(f, **arrays)
+
+    monkeypatch.setattr(np, "savez", savez_disk_full)
+    model, ckpt = tmp_path / "m.npz", tmp_path / "ck.npz"
+    capsys.readouterr()
+    assert _run("train", small_dataset.path, "--model", model, "--checkpoint", ckpt, *TRAIN) == 1
+    line = _error_line(capsys)
+    assert f"{model}: no space left on the device" in line and f"kept in checkpoint {ckpt}" in line
+    assert ckpt.exists() and not model.exists()
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+    monkeypatch.setattr(np, "savez", real_savez)
+    caplog.set_level(logging.INFO, logger="dsvm")
+    assert main(["train", str(small_dataset.path), "--model", str(model), "--checkpoint", str(ckpt),
+                 *map(str, TRAIN)]) == 0
+    assert "newton it=" not in caplog.text  # every problem came from the checkpoint
+    assert not ckpt.exists()
+    a, b = dsvm.load_model(reference), dsvm.load_model(model)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-6, atol=1e-8)
+
+
+def test_os_errors_a_user_causes_are_one_line(tmp_path, libsvm_files, capsys):
+    train, _ = libsvm_files
+    (tmp_path / "afile").write_text("x")
+    assert _run("ingest", train, tmp_path / "afile" / "x.zarr", "--no-progress") == 1
+    line = _error_line(capsys, "ingest")
+    assert line.endswith(f"{tmp_path / 'afile' / 'x.zarr'}: {tmp_path / 'afile'} is not a folder")
+
+
+def test_no_workers_during_predict_names_the_prediction(tmp_path, small_dataset, capsys):
+    import dask
+
+    from procs import start_scheduler, stop
+
+    X, y = small_dataset.load()
+    dsvm.save_model(dsvm.NystroemSVC(n_components=10, random_state=0).fit(X, y), tmp_path / "m.npz")
+    sched, _, address = start_scheduler(tmp_path)
+    try:
+        with dask.config.set({"dsvm.no-worker-timeout": 1}):
+            assert _run("predict", tmp_path / "m.npz", small_dataset.path, "--out", tmp_path / "p.csv",
+                        "--scheduler-address", address) == 1
+    finally:
+        stop([sched])
+    line = _error_line(capsys, "predict")
+    assert "no Dask workers left" in line and "the prediction cannot continue" in line and "fit" not in line
+    assert not (tmp_path / "p.csv").exists()

@@ -5,6 +5,7 @@ bad specs fail with one clear line (library and CLI), everything dsvm starts lis
 from __future__ import annotations
 
 import asyncio
+import re
 import inspect
 import subprocess
 import sys
@@ -292,3 +293,163 @@ def test_cli_unconstructible_spec_exits_1_with_one_line(tmp_path, tiny_libsvm, t
     spec = _write(tmp_path, text, "bad.yaml")
     proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
     _assert_one_line_error(proc)
+
+
+# --------------------------------------------------------------------------- a spec is data, never code
+
+def _pwned_code(marker: Path) -> str:
+    # distributed runs a preload entry that contains a space as Python source
+    return f"import os; open({str(marker)!r}, 'w').write(str(os.getpid()))"
+
+
+def _spec_file(tmp_path: Path, spec: dict) -> Path:
+    import yaml
+
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_preload_in_local_cluster_scheduler_kwargs_is_refused_and_never_runs(tmp_path):
+    marker = tmp_path / "PWNED"
+    path = _spec_file(tmp_path, {
+        "version": 1, "module": "distributed", "class": "LocalCluster",
+        "kwargs": {"n_workers": 1, "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0",
+                   "scheduler_kwargs": {"preload": [_pwned_code(marker)]}}})
+    with pytest.raises(ClusterSpecError, match=r"x\.yaml: kwargs\.scheduler_kwargs\.preload: refused"):
+        with connect(path):
+            pass
+    assert not marker.exists()
+
+
+def test_preload_directly_under_kwargs_is_refused_and_never_runs_in_a_worker(tmp_path):
+    marker = tmp_path / "PWNED"
+    path = _spec_file(tmp_path, {
+        "module": "distributed", "class": "LocalCluster",
+        "kwargs": {"n_workers": 1, "host": "127.0.0.1", "dashboard_address": "127.0.0.1:0",
+                   "preload": [_pwned_code(marker)]}})
+    with pytest.raises(ClusterSpecError, match=r"kwargs\.preload: refused"):
+        with connect(path):
+            pass
+    assert not marker.exists()
+
+
+def test_preload_in_slurm_scheduler_options_is_refused_and_never_runs_in_dsvm(tmp_path, monkeypatch):
+    pytest.importorskip("dask_jobqueue")
+    from dsvm.cluster import make_cluster
+
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "PWNED"
+    spec = {"module": "dask_jobqueue", "class": "SLURMCluster",
+            "kwargs": {"cores": 1, "memory": "1GiB", "scheduler_options": {"preload": [_pwned_code(marker)]}}}
+    cluster = None
+    try:
+        with pytest.raises(ClusterSpecError, match=r"scheduler_options\.preload: refused"):
+            cluster = make_cluster(validate_cluster_spec(spec, "x.yaml"), "x.yaml")
+    finally:
+        if cluster is not None:
+            cluster.close()
+    assert not marker.exists()
+
+
+def test_cli_refuses_the_preload_spec_before_any_work(tmp_path, tiny_libsvm):
+    """The issue's reproduction: `dsvm train ... --cluster x.yaml` must not run the spec's code."""
+    marker = tmp_path / "PWNED"
+    spec = _write(tmp_path, """\
+        version: 1
+        module: distributed
+        class: LocalCluster
+        kwargs: {n_workers: 1, host: 127.0.0.1, dashboard_address: 127.0.0.1:0,
+          scheduler_kwargs: {preload: ["import os; open('PWNED','w').write(str(os.getpid()))"]}}
+        """, "x.yaml")
+    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
+    _assert_one_line_error(proc, "x.yaml", "preload", "refused")
+    assert not marker.exists() and not (tmp_path / "m.npz").exists()
+
+
+LOCAL = {"module": "distributed", "class": "LocalCluster"}
+SLURM = {"module": "dask_jobqueue", "class": "SLURMCluster"}
+CODE_IN_SPEC = {
+    "worker-preload-nanny": (LOCAL, {"preload_nanny": ["x"]}, "preload_nanny: refused"),
+    "preload-argv": (LOCAL, {"scheduler_kwargs": {"preload_argv": ["--x"]}}, "preload_argv: refused"),
+    "worker-class": (LOCAL, {"worker_class": "distributed.Worker"}, "worker_class: refused"),
+    "plugins": (LOCAL, {"plugins": ["x"]}, "plugins: refused"),
+    "services": (LOCAL, {"services": {"x": "os.system"}}, "services: refused"),
+    "worker-args-preload": (SLURM, {"cores": 1, "memory": "1GiB", "worker_extra_args": ["--preload", "x.py"]},
+                            "'--preload' is not accepted"),
+    "worker-args-preload-eq": (SLURM, {"cores": 1, "memory": "1GiB", "worker_extra_args": ["--preload-nanny=x"]},
+                               "is not accepted"),
+    "worker-command": (SLURM, {"cores": 1, "memory": "1GiB", "worker_command": "http.server"},
+                       "'worker_command' is not accepted"),
+    "scheduler-cls": (SLURM, {"cores": 1, "memory": "1GiB", "scheduler_cls": "os.system"}, "scheduler_cls: refused"),
+    "shell-in-a-data-string": (SLURM, {"cores": 1, "memory": "1GiB", "local_directory": "/tmp; touch HACKED"},
+                               "local_directory: '/tmp; touch HACKED' is not a plain value"),
+    "command-substitution": (LOCAL, {"local_directory": "$(touch HACKED)"}, "is not a plain value"),
+    "python-with-arguments": (SLURM, {"cores": 1, "memory": "1GiB", "python": "python -c 'import os'"},
+                              "python: "),
+    "nested-unknown": (LOCAL, {"scheduler_kwargs": {"validate": True}}, "'validate' is not accepted here"),
+    "callable-type": (LOCAL, {"n_workers": "1"}, "n_workers: expected an integer"),
+    "kube-env-ld-preload": ({"module": "dask_kubernetes.operator", "class": "KubeCluster"},
+                            {"env": {"LD_PRELOAD": "/tmp/x.so"}}, "LD_PRELOAD: refused"),
+    "kube-custom-spec": ({"module": "dask_kubernetes.operator", "class": "KubeCluster"},
+                         {"custom_cluster_spec": "x.yaml"}, "custom_cluster_spec: refused"),
+}
+
+
+@pytest.mark.parametrize("case", list(CODE_IN_SPEC))
+def test_arguments_that_name_code_are_refused_anywhere_in_the_tree(case):
+    head, kwargs, match = CODE_IN_SPEC[case]
+    with pytest.raises(ClusterSpecError, match=re.escape(match)):
+        validate_cluster_spec({**head, "kwargs": kwargs}, "x.yaml")
+
+
+def test_positional_args_and_adapt_callables_are_refused():
+    with pytest.raises(ClusterSpecError, match="positional 'args' are not accepted"):
+        validate_cluster_spec({**LOCAL, "args": ["name", 1]}, "x.yaml")
+    with pytest.raises(ClusterSpecError, match="'worker_key' is not accepted"):
+        validate_cluster_spec({**LOCAL, "adapt": {"minimum": 1, "worker_key": "os.getpid"}}, "x.yaml")
+
+
+def _listening(proc) -> set[str]:
+    return {c.laddr.ip for c in proc.net_connections(kind="inet") if c.status == "LISTEN"}
+
+
+def test_minimal_spec_listens_on_localhost_only_dashboard_included(tmp_path):
+    """`kwargs: {n_workers: 1}` names no host: nothing it starts may listen on 0.0.0.0."""
+    psutil = pytest.importorskip("psutil")
+    path = _write(tmp_path, "module: distributed\nclass: LocalCluster\nkwargs: {n_workers: 1}\n")
+    with connect(path) as client:
+        info = client.scheduler_info()
+        assert _host(info["address"]) == "127.0.0.1"
+        assert all(_host(w) == "127.0.0.1" for w in info["workers"])
+        assert client.dashboard_link.startswith("http://127.0.0.1:")
+        me = psutil.Process()
+        addresses = _listening(me).union(*(_listening(p) for p in me.children(recursive=True)))
+        assert addresses == {"127.0.0.1"}, addresses
+
+
+def test_minimal_jobqueue_spec_binds_scheduler_dashboard_and_workers_to_localhost(tmp_path, monkeypatch):
+    pytest.importorskip("dask_jobqueue")
+    from dsvm.cluster import make_cluster
+
+    monkeypatch.chdir(tmp_path)
+    spec = validate_cluster_spec({**SLURM, "kwargs": {"cores": 1, "memory": "1GiB"}}, "x.yaml")
+    cluster = make_cluster(spec, "x.yaml")
+    try:
+        assert _host(cluster.scheduler_address) == "127.0.0.1"
+        assert cluster.dashboard_link.startswith("http://127.0.0.1:")
+        script = cluster.job_script()
+        assert "--dashboard-address 127.0.0.1:0" in script and "--host 127.0.0.1" in script
+    finally:
+        cluster.close()
+
+
+def test_a_host_named_in_the_spec_is_kept():
+    from dsvm.cluster import local_listeners
+
+    kw = local_listeners("LocalCluster", {"host": "0.0.0.0", "dashboard_address": "0.0.0.0:8787"})
+    assert kw["host"] == "0.0.0.0" and kw["dashboard_address"] == "0.0.0.0:8787"
+    assert local_listeners("LocalCluster", {"dashboard_address": ":8787"})["dashboard_address"] == "127.0.0.1:8787"
+    kw = local_listeners("SLURMCluster", {"interface": "ib0", "worker_extra_args": ["--dashboard-address", ":0"]})
+    assert "host" not in kw["scheduler_options"] and "--host" not in kw["worker_extra_args"]
+    assert kw["worker_extra_args"] == ["--dashboard-address", "127.0.0.1:0"]

@@ -1,6 +1,7 @@
 """Model files: round trip, no pickle, corrupted and foreign files."""
 
 import json
+import os
 import zipfile
 
 import numpy as np
@@ -100,7 +101,7 @@ def test_hand_edited_file_with_inconsistent_shapes(tmp_path, fitted):
     with pytest.raises(ModelFileError, match="format version 99"):
         load_model(bad)
     bad = _rewrite(path, tmp_path / "b5.npz", meta=lambda m: m["fitted"].update(n_features_in_=7))
-    with pytest.raises(ModelFileError, match="columns but n_features_in_ is 7"):
+    with pytest.raises(ModelFileError, match=r"components has shape \(40, \d+\).*metadata.*expected \(40, 7\)"):
         load_model(bad)
     bad = _rewrite(path, tmp_path / "b6.npz", meta=lambda m: m.pop("kernel"))
     with pytest.raises(ModelFileError, match="metadata"):
@@ -200,3 +201,152 @@ def test_prediction_files_keep_long_string_labels_whole(tmp_path, suffix):
     else:
         got = np.array(out.read_text().splitlines()[1:])
     np.testing.assert_array_equal(got.astype(str), y.astype(str))
+
+
+# --------------------------------------------------------------------------- bounded reading
+
+HUGE = 3 * 2**27  # float64 values: 3.2 GB declared
+
+
+def _npy_header(shape, dtype="<f8") -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def _crafted(base, out, name, shape=(HUGE,)):
+    """``base`` with member ``name`` replaced by a deflated one whose header and zip64 entry declare
+    ``shape`` of float64, while the file holds 1 MB of it (what a zip bomb looks like to a reader)."""
+    with zipfile.ZipFile(base) as z:
+        members = {n: z.read(n) for n in z.namelist() if n != f"{name}.npy"}
+    header = _npy_header(shape)
+    with zipfile.ZipFile(out, "w") as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+        info = zipfile.ZipInfo(f"{name}.npy")
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with z.open(info, "w", force_zip64=True) as w:
+            w.write(header + bytes(2**20))
+        z.getinfo(f"{name}.npy").file_size = len(header) + HUGE * 8  # the central directory declares 3.2 GB
+    return out
+
+
+def _peak_bytes(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001  (the caller checks what was raised)
+            result = exc
+        else:
+            result = None
+        return tracemalloc.get_traced_memory()[1], result
+    finally:
+        tracemalloc.stop()
+
+
+def test_zip64_member_declaring_gigabytes_is_refused_without_allocating(tmp_path, fitted):
+    path = save_model(fitted[0], tmp_path / "m.npz")
+    bomb = _crafted(path, tmp_path / "bomb.npz", "coef")
+    assert bomb.stat().st_size < 2 * 2**20
+    peak, exc = _peak_bytes(lambda: load_model(bomb))
+    assert isinstance(exc, ModelFileError) and "coef" in str(exc) and "declares" in str(exc), exc
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_members_the_format_does_not_name_are_never_read(tmp_path, fitted):
+    model, X = fitted
+    path = save_model(model, tmp_path / "m.npz")
+    extra = _crafted(path, tmp_path / "extra.npz", "junk")
+    peak, exc = _peak_bytes(lambda: load_model(extra))
+    assert exc is None and peak < 64 * 2**20, (exc, peak)
+    np.testing.assert_array_equal(load_model(extra).predict(X), model.predict(X))
+
+
+def test_crafted_checkpoint_member_is_refused_without_allocating(tmp_path, fitted):
+    from dsvm.checkpoint import Checkpoint, CheckpointMismatchError
+
+    model = fitted[0]
+    ck = Checkpoint(tmp_path / "ck.npz", {"n_components": 40}, np.zeros(3))
+    solver = {"x": np.zeros(41), "g": np.zeros(41), "H_loss": np.zeros(0), "dim": 41, "it": 1}
+    ck.save(model.feature_map_, None, model.gamma_, [], 0, solver)
+    bomb = _crafted(ck.path, tmp_path / "bomb.npz", "solver_x")
+    peak, exc = _peak_bytes(lambda: Checkpoint(bomb, {"n_components": 40}, np.zeros(3)).load())
+    assert isinstance(exc, CheckpointMismatchError) and "solver_x" in str(exc), exc
+    assert peak < 64 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+_LOAD_IN_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+from dsvm.model_io import ModelFileError, load_model
+try:
+    load_model(sys.argv[1])
+except ModelFileError as exc:
+    print("ModelFileError:", exc)
+"""
+
+
+@pytest.mark.parametrize("kind", ["dev-zero-link", "fifo", "directory"])
+def test_non_regular_files_are_refused_before_any_read(tmp_path, kind):
+    """`ln -s /dev/zero z.npz; dsvm info z.npz` grew to 19 GB; a FIFO blocked forever."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "z.npz"
+    if kind == "dev-zero-link":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    proc = subprocess.run([sys.executable, "-c", _LOAD_IN_CHILD, str(path)], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    expected = "a directory" if kind == "directory" else "not a regular file"
+    assert proc.stdout.startswith(f"ModelFileError: {path}: {expected}"), proc.stdout
+
+
+# --------------------------------------------------------------------------- metadata and weights
+
+def _rewrite_meta_text(path, out, edit):
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["__meta__"] = np.frombuffer(edit(bytes(arrays["__meta__"]).decode()).encode(), dtype=np.uint8)
+    np.savez(out, **arrays)
+    return out
+
+
+@pytest.mark.parametrize("name, edit, message", [
+    ("objective-dict", lambda m: m["fitted"].update(objective_={}), "fitted.objective_"),
+    ("solver-stats-list", lambda m: m["fitted"].update(solver_stats=[1, 2]), "fitted.solver_stats"),
+    ("problems-string", lambda m: m["fitted"].update(problems="x"), "fitted.problems"),
+    ("n-iter-float", lambda m: m["fitted"].update(n_iter_=1.5), "fitted.n_iter_"),
+    ("gamma-negative", lambda m: m["fitted"].update(gamma_=-1), "fitted.gamma_"),
+    ("params-list", lambda m: m.update(params=[1]), "params"),
+])
+def test_metadata_of_the_wrong_type_is_a_model_file_error(tmp_path, fitted, name, edit, message):
+    path = save_model(fitted[0], tmp_path / "m.npz")
+    with pytest.raises(ModelFileError, match=f"metadata field {message} is"):
+        load_model(_rewrite(path, tmp_path / "bad.npz", meta=edit))
+
+
+def test_deeply_nested_metadata_is_a_model_file_error(tmp_path, fitted):
+    path = save_model(fitted[0], tmp_path / "m.npz")
+    deep = 200_000
+    bad = _rewrite_meta_text(path, tmp_path / "deep.npz", lambda t: t[:-1] + ', "x": ' + "[" * deep + "]" * deep + "}")
+    with pytest.raises(ModelFileError, match="nests too deeply"):
+        load_model(bad)
+
+
+@pytest.mark.parametrize("coef", [1e308, 1e200])
+def test_weights_that_make_decision_values_overflow_are_refused(tmp_path, fitted, coef):
+    """coef = 1e308 loaded and predicted NaN -> one class for every row."""
+    model = fitted[0]
+    path = save_model(model, tmp_path / "m.npz")
+    with pytest.raises(ModelFileError, match="decision values overflow"):
+        load_model(_rewrite(path, tmp_path / "bad.npz", coef=np.full_like(model.coef_, coef)))

@@ -195,12 +195,17 @@ def test_failure_during_the_run_removes_only_the_empty_folders_it_made(tmp_path,
     with pytest.raises(RuntimeError, match="ingest failed"):
         run_pipeline(spec)
     assert not (tmp_path / "out").exists()
-    # an output folder that existed before the run is kept, with what it held
+    # an output folder that existed before the run is kept, with what it held:
+    # a user's folder is refused before anything is written, a dsvm output folder keeps its files
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep.txt").write_text("x")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(FileExistsError, match="not a dsvm pipeline output folder"):
         run_pipeline(spec)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["keep.txt"]
+    (tmp_path / "out" / ".dsvm-output").write_text("{}")
+    with pytest.raises(RuntimeError):
+        run_pipeline(spec)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".dsvm-output", "keep.txt"]
 
 
 def test_accuracy_vs_k_reuses_the_main_model_at_its_k(tmp_path):
@@ -215,3 +220,17 @@ def test_accuracy_vs_k_reuses_the_main_model_at_its_k(tmp_path):
     assert rows[10]["fit_seconds"] != report["timing"]["fit_seconds"]
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| other |" in text
+
+
+def test_params_that_refer_to_each_other_in_a_cycle_are_an_error(tmp_path):
+    """`params: {a: "${b}", b: "${a}"}` created a folder named `${b}`."""
+    spec = tiny(tmp_path, params={"a": "${b}", "b": "${a}"}, output=str(tmp_path / "${a}"))
+    with pytest.raises(PipelineError, match=r"params refer to each other in a cycle \(\$\{a\} -> \$\{b\} -> \$\{a\}\)"):
+        load_pipeline(spec)
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_params_may_use_other_params(tmp_path):
+    spec = load_pipeline(tiny(tmp_path, params={"root": str(tmp_path), "out": "${root}/reports"},
+                              output="${out}/tiny"))
+    assert spec["output"] == f"{tmp_path}/reports/tiny" and spec["params"]["out"] == f"{tmp_path}/reports"

@@ -1,0 +1,281 @@
+"""The one routine every output goes through (dsvm.replace): dsvm replaces only what it wrote,
+temporaries cannot be hijacked, the old output stays until the new one is complete, a full disk
+is one clear error."""
+
+from __future__ import annotations
+
+import errno
+import os
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dsvm
+from dsvm import replace
+from dsvm.model_io import load_model, save_model
+from dsvm.predict_io import write_predictions
+
+from conftest import make_circles_problem
+
+
+@pytest.fixture(scope="module")
+def model():
+    X, y = make_circles_problem(n=200, seed=4)
+    return dsvm.NystroemSVC(n_components=20, gamma=0.3, random_state=0).fit(X, y), X
+
+
+@pytest.fixture
+def libsvm_file(tmp_path):
+    path = tmp_path / "a.libsvm"
+    path.write_text("+1 1:0.5 2:1\n-1 1:0.1 3:1\n+1 2:0.7\n-1 3:0.2\n")
+    return path
+
+
+@pytest.fixture
+def dsvm_cli(monkeypatch, capsys):
+    """The dsvm command in-process, run in a folder: ``(exit status, stderr)``."""
+    from dsvm.cli import main
+
+    def run(*args, cwd: Path):
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        status = main(["-q", *map(str, args), *(["--workers", "1"] if args[0] == "run" else [])])
+        return status, capsys.readouterr().err
+
+    return run
+
+
+def _one_line_error(result, command: str) -> str:
+    status, stderr = result
+    assert status == 1, (status, stderr)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"dsvm {command}: error: "), stderr
+    return lines[0]
+
+
+def _user_folder(path: Path) -> Path:
+    path.mkdir(parents=True)
+    (path / "README").write_text("precious\n")
+    return path
+
+
+# --------------------------------------------------------------------------- only dsvm's own outputs are replaced
+
+def test_ingest_overwrite_refuses_to_delete_a_folder_that_is_not_a_dataset(tmp_path, libsvm_file, dsvm_cli):
+    somedir = _user_folder(tmp_path / "somedir")
+    line = _one_line_error(dsvm_cli("ingest", libsvm_file, somedir, "--overwrite", cwd=tmp_path), "ingest")
+    assert str(somedir) in line and "not a dataset written by dsvm" in line and "zarr.json" in line
+    assert (somedir / "README").read_text() == "precious\n"
+    # a dsvm dataset is replaced
+    assert dsvm_cli("ingest", libsvm_file, tmp_path / "d.zarr", cwd=tmp_path)[0] == 0
+    assert dsvm_cli("ingest", libsvm_file, tmp_path / "d.zarr", "--overwrite", cwd=tmp_path)[0] == 0
+    assert dsvm.open_dataset(tmp_path / "d.zarr").n_samples == 4
+
+
+def _pipeline(tmp_path: Path, libsvm_file: Path) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: p
+        output: out
+        data:
+          train: {{source: {libsvm_file}, format: libsvm}}
+        model:
+          params: {{n_components: 3, gamma: 1.0, random_state: 0}}
+        report: {{plots: false}}
+        """))
+    return path
+
+
+def test_pipeline_does_not_replace_a_user_folder_in_its_output(tmp_path, libsvm_file, dsvm_cli):
+    """`dsvm run p.yaml --set output=proj` with the user's proj/data/train.zarr/README."""
+    proj = tmp_path / "proj"
+    user = _user_folder(proj / "data" / "train.zarr")
+    line = _one_line_error(dsvm_cli("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
+    assert "proj" in line and "not a dsvm pipeline output folder" in line
+    assert (user / "README").read_text() == "precious\n"
+    assert sorted(p.name for p in proj.rglob("*")) == ["README", "data", "train.zarr"]
+
+
+def test_a_dsvm_output_folder_still_keeps_a_user_folder_at_a_dataset_path(tmp_path, libsvm_file, dsvm_cli):
+    proj = tmp_path / "proj"
+    user = _user_folder(proj / "data" / "train.zarr")
+    (proj / replace.OUTPUT_MARKER).write_text(replace.MARKER_TEXT)
+    line = _one_line_error(dsvm_cli("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
+    assert f"{user} exists and is not a dataset written by dsvm" in line
+    assert (user / "README").read_text() == "precious\n"
+
+
+def test_pipeline_reruns_into_its_own_output_folder(tmp_path, libsvm_file, monkeypatch):
+    from dsvm.pipeline import load_pipeline, run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        run_pipeline(load_pipeline(_pipeline(tmp_path, libsvm_file)))
+    out = tmp_path / "out"
+    assert (out / replace.OUTPUT_MARKER).is_file() and load_model(out / "model.npz").n_features_in_ == 3
+    assert not [p for p in out.rglob("*") if p.name.endswith(replace.TMP_SUFFIX)]
+
+
+@pytest.mark.parametrize("foreign", ["directory", "text", "symlink"])
+def test_predictions_never_replace_what_dsvm_did_not_write(tmp_path, model, foreign):
+    clf, X = model
+    out = tmp_path / "p.csv"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    if foreign == "directory":
+        _user_folder(out)
+    elif foreign == "text":
+        out.write_text("my notes, not predictions\n")
+    else:
+        out.symlink_to(victim)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    with pytest.raises(FileExistsError, match="is not a prediction file written by dsvm"):
+        write_predictions(clf, X, out, overwrite=True)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npy", ".zarr"])
+def test_predictions_replace_their_own_file(tmp_path, model, suffix):
+    clf, X = model
+    out = tmp_path / f"p{suffix}"
+    write_predictions(clf, X[:50], out)
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        write_predictions(clf, X, out)
+    write_predictions(clf, X, out, overwrite=True)
+    if suffix == ".npy":
+        np.testing.assert_array_equal(np.load(out), clf.predict(X))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_save_model_replaces_only_a_model_file(tmp_path, model):
+    clf, _ = model
+    path = save_model(clf, tmp_path / "m.npz")
+    with pytest.raises(FileExistsError, match="already exists; pass overwrite=True"):
+        save_model(clf, path)
+    save_model(clf, path, overwrite=True)
+    np.savez(tmp_path / "other.npz", a=np.ones(3))
+    with pytest.raises(FileExistsError, match="not a model written by dsvm .*no __meta__"):
+        save_model(clf, tmp_path / "other.npz", overwrite=True)
+    checkpoint = _checkpoint_file(tmp_path / "ck.npz")
+    with pytest.raises(FileExistsError, match="not a model written by dsvm .*format='dsvm-checkpoint'"):
+        save_model(clf, checkpoint, overwrite=True)
+
+
+def _checkpoint_file(path: Path) -> Path:
+    from dsvm.checkpoint import FORMAT
+    from dsvm.npz_files import meta_array
+
+    np.savez(path, __meta__=meta_array({"format": FORMAT, "format_version": 1}))
+    return path
+
+
+# --------------------------------------------------------------------------- temporaries
+
+def _writers(clf, X):
+    from dsvm.checkpoint import Checkpoint
+
+    def checkpoint(path):
+        ck = Checkpoint(path, {"n_components": 20}, np.zeros(3))
+        ck.save(clf.feature_map_, None, clf.gamma_, [], 0, None)
+
+    return {
+        "model": lambda path: save_model(clf, path),
+        "checkpoint": checkpoint,
+        "predictions-csv": lambda path: write_predictions(clf, X, path.with_suffix(".csv")),
+        "predictions-npy": lambda path: write_predictions(clf, X, path.with_suffix(".npy")),
+    }
+
+
+@pytest.mark.parametrize("kind", ["model", "checkpoint", "predictions-csv", "predictions-npy"])
+def test_a_symlink_planted_at_the_old_temporary_name_does_not_redirect_the_write(tmp_path, model, kind):
+    clf, X = model
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    target = tmp_path / "out.npz"
+    for name in ("out.npz", "out.csv", "out.npy"):
+        # the names dsvm used to write to: .{name}.tmp-{pid}
+        (tmp_path / f".{name}.tmp-{os.getpid()}").symlink_to(victim)
+    _writers(clf, X)[kind](target)
+    assert victim.read_text() == "precious\n"
+    written = [p for p in tmp_path.iterdir() if p.name.startswith("out.")]
+    assert len(written) == 1 and written[0].is_file() and not written[0].is_symlink()
+
+
+def test_temporaries_are_private_and_exclusive(tmp_path):
+    seen = {}
+    with replace.replacing(tmp_path / "x.bin", overwrite=False, ours=replace.regular_file_problem,
+                           what="file") as staged:
+        seen["mode"] = staged.work.stat().st_mode & 0o777
+        seen["name"] = staged.work.name
+        with replace.create_exclusive(staged.path) as f:
+            f.write(b"new")
+        with pytest.raises(FileExistsError):
+            replace.create_exclusive(staged.path)
+    assert seen["mode"] == 0o700 and seen["name"].startswith(".x.bin.") and seen["name"].endswith(".dsvm-tmp")
+    assert (tmp_path / "x.bin").read_bytes() == b"new" and sorted(os.listdir(tmp_path)) == ["x.bin"]
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "x.bin")
+    with pytest.raises(OSError) as info:
+        replace.create_exclusive(link)
+    assert info.value.errno == errno.EEXIST  # O_EXCL | O_NOFOLLOW: never through a link
+    assert (tmp_path / "x.bin").read_bytes() == b"new"
+
+
+# --------------------------------------------------------------------------- a full disk
+
+class _FullDisk:
+    """A file that takes ``room`` bytes, then fails like a full file system."""
+
+    def __init__(self, f, room: int):
+        self._f, self._room = f, room
+
+    def write(self, data) -> int:
+        n = len(memoryview(data).cast("B"))
+        if n > self._room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self._room -= n
+        return self._f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()
+
+
+def fill_disk_after(monkeypatch, room: int = 100) -> None:
+    """Every file dsvm creates for an output runs out of space after ``room`` bytes."""
+    real = replace.create_exclusive
+
+    def create(path):
+        return _FullDisk(real(path), room)
+
+    monkeypatch.setattr(replace, "create_exclusive", create)
+    monkeypatch.setattr(dsvm.predict_io, "create_exclusive", create)
+
+
+@pytest.mark.parametrize("kind", ["model", "checkpoint", "predictions-csv", "predictions-npy"])
+def test_disk_full_names_the_path_and_keeps_the_old_file(tmp_path, model, monkeypatch, kind):
+    clf, X = model
+    target = tmp_path / "out.npz"
+    path = target if kind in ("model", "checkpoint") else target.with_suffix("." + kind.split("-")[1])
+    old = b""
+    if kind == "model":
+        save_model(clf, path)
+        old = path.read_bytes()
+    fill_disk_after(monkeypatch)
+    with pytest.raises(replace.NoSpaceError) as info:
+        _writers(clf, X)[kind](target) if kind != "model" else save_model(clf, path, overwrite=True)
+    message = str(info.value)
+    assert message.startswith(f"{path}: no space left on the device") and "\n" not in message
+    if kind in ("model", "checkpoint"):
+        assert "needs about" in message  # the arrays' size is known before writing
+    assert sorted(os.listdir(tmp_path)) == ([path.name] if old else [])  # no temporary left
+    if old:
+        assert path.read_bytes() == old
