@@ -195,7 +195,9 @@ def _check_parents(path: Path, may_create: bool) -> None:
 
 
 def _raise_for_os_error(exc: OSError, path: Path, needed: int | None):
-    if isinstance(exc, NoSpaceError):
+    from .io.errors import DiskFullError  # deferred: dsvm.io imports this module
+
+    if isinstance(exc, (NoSpaceError, DiskFullError)):  # already names what filled up
         raise exc
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         raise NoSpaceError(path, needed) from exc
