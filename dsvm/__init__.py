@@ -1,46 +1,58 @@
-"""dsvm — large-scale kernel SVMs on Dask (LA-SN: Nyström features + semismooth Newton)."""
+"""dsvm — large-scale kernel SVMs on Dask (LA-SN: Nyström features + semismooth Newton).
+
+The public names below are loaded on first use (PEP 562), so that
+``import dsvm`` and the ``dsvm`` command's ``--help`` do not pay for
+scikit-learn and Dask arrays.  The layers are sub-packages (see
+ARCHITECTURE.md): ``dsvm.blocks``, ``dsvm.approx``, ``dsvm.problems``,
+``dsvm.solvers``, ``dsvm.svm``, ``dsvm.model_selection``, ``dsvm.io``,
+``dsvm.experiments``, ``dsvm.app`` and the module ``dsvm.reference``.
+"""
+
+import importlib
 
 from . import config  # noqa: F401  (registers the dsvm.* defaults in dask.config)
-from .checkpoint import CheckpointMismatchError
-from .estimator import NystroemSVC
-from .io import (
-    Dataset,
-    DiskFullError,
-    InputFileError,
-    InvalidDatasetError,
-    ingest,
-    make_classification_zarr,
-    open_dataset,
-    write_dataset,
-)
-from .kernels import KernelSpec, kernel_matrix
-from .model_io import load_model, save_model
-from .nystroem import FeatureMap, fit_feature_map
-from .pegasos import PegasosSVC
-from .search import NystroemSVCCV
-from .svr import NystroemSVR
+from .version import __version__
 
-__version__ = "0.1.0"
+# public name -> the sub-package that exports it
+_PUBLIC = {
+    "NystroemSVC": "dsvm.svm",
+    "NystroemSVR": "dsvm.svm",
+    "PegasosSVC": "dsvm.svm",
+    "save_model": "dsvm.svm",
+    "load_model": "dsvm.svm",
+    "evaluate": "dsvm.svm",
+    "NystroemSVCCV": "dsvm.model_selection",
+    "KernelSpec": "dsvm.approx",
+    "kernel_matrix": "dsvm.approx",
+    "FeatureMap": "dsvm.approx",
+    "fit_feature_map": "dsvm.approx",
+    "Dataset": "dsvm.io",
+    "ingest": "dsvm.io",
+    "open_dataset": "dsvm.io",
+    "write_dataset": "dsvm.io",
+    "make_classification_zarr": "dsvm.io",
+    "CheckpointMismatchError": "dsvm.exceptions",
+    "InvalidDatasetError": "dsvm.exceptions",
+    "InputFileError": "dsvm.exceptions",
+    "DiskFullError": "dsvm.exceptions",
+    "ModelFileError": "dsvm.exceptions",
+    "NoWorkersError": "dsvm.exceptions",
+}
+_SUBPACKAGES = ("app", "approx", "blocks", "experiments", "io", "model_selection", "problems", "reference",
+                "solvers", "svm")
 
-__all__ = [
-    "NystroemSVC",
-    "NystroemSVR",
-    "NystroemSVCCV",
-    "PegasosSVC",
-    "KernelSpec",
-    "kernel_matrix",
-    "FeatureMap",
-    "fit_feature_map",
-    "save_model",
-    "CheckpointMismatchError",
-    "Dataset",
-    "InvalidDatasetError",
-    "InputFileError",
-    "DiskFullError",
-    "ingest",
-    "open_dataset",
-    "write_dataset",
-    "make_classification_zarr",
-    "load_model",
-    "__version__",
-]
+__all__ = [*_PUBLIC, "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'dsvm' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*__all__, *_SUBPACKAGES, "config"])

@@ -1,18 +1,21 @@
 """How many BLAS threads the numpy kernels of dsvm use.
 
 OpenBLAS parallelises every call, which does not pay for the small and
-memory-bound calls of dsvm: measured here (2 cores), a GEMV on an 8192 x 384
-block takes 1.1 ms on one thread and 4.6 ms on two, a Cholesky of a 501 x 501
-matrix 2.8 ms against 5.2 ms, its eigendecomposition 38 ms against 102 ms;
-from about k = 1000 on, two threads win (1001: 14.6 against 21.2 ms).
-Block-parallel code runs its blocks on several threads with one BLAS thread
-each; the client's small dense factorisations pick by size.
+memory-bound calls of dsvm: GEMVs on feature blocks and factorisations of
+order below about 1000 run slower on several threads than on one, while the
+threads wait for memory or for each other.  Block-parallel code runs its
+blocks on several threads with one BLAS thread each; the client's small dense
+factorisations pick by size.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["SMALL_DENSE", "single_threaded_blas", "blas_for_order"]
 
 SMALL_DENSE = 800  # below this order a factorisation runs on one BLAS thread
 
@@ -23,9 +26,7 @@ _CONTROLLER = None
 def single_threaded_blas() -> Iterator[None]:
     """BLAS on one thread inside the block (process-wide: OpenBLAS has one setting)."""
     global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
+    if _CONTROLLER is None:  # made on first use: it inspects every loaded BLAS library
         _CONTROLLER = ThreadpoolController()
     with _CONTROLLER.limit(limits=1, user_api="blas"):
         yield

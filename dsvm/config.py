@@ -26,12 +26,20 @@ no-worker-timeout
     recomputing their blocks on the others).
 disk-bandwidth, flops-per-thread
     Rough machine constants of the feature-store cost model (bytes/s, flop/s).
+io.chunk-bytes
+    Target size of one stored row chunk of a dataset written by ``dsvm.io``
+    (uncompressed; default 64 MiB), when ``chunk_rows`` is not given.
+io.dense-density
+    Sparse input is stored dense when its density (non-zeros / cells) is at
+    least this (default 0.25: there dense float32 takes at most twice the
+    space of CSR, and dense kernels are much faster).
 
 Values are read on the client when a fit starts, never inside worker tasks.
 """
 
 from __future__ import annotations
 
+import tempfile
 from typing import Any
 
 import dask.config
@@ -44,11 +52,22 @@ DEFAULTS: dict[str, Any] = {
     "disk-bandwidth": 1.0e9,
     "flops-per-thread": 2.5e10,
     "no-worker-timeout": 60.0,
+    "io": {"chunk-bytes": 64 * 2**20, "dense-density": 0.25},
 }
 
 dask.config.update_defaults({"dsvm": DEFAULTS})
 
 
 def get(key: str) -> Any:
-    """``dask.config.get("dsvm.<key>")`` with the package default as fallback."""
-    return dask.config.get(f"dsvm.{key}", DEFAULTS[key])
+    """``dask.config.get("dsvm.<key>")`` with the package default as fallback (``key`` may be dotted:
+    ``"io.chunk-bytes"``)."""
+    default: Any = DEFAULTS
+    for part in key.split("."):
+        default = default[part]
+    return dask.config.get(f"dsvm.{key}", default)
+
+
+def scratch_base() -> str:
+    """Where scratch stores go: ``dsvm.scratch-directory``, else Dask's ``temporary-directory``, else
+    the system's temporary folder."""
+    return get("scratch-directory") or dask.config.get("temporary-directory", None) or tempfile.gettempdir()

@@ -1,11 +1,15 @@
-"""The errors of reading input files and writing datasets, each naming what and where.
+"""The package's error types, importable without loading anything else of dsvm.
 
-* :class:`InputFileError` — an input file (LIBSVM, CSV, ``.npy``, compressed
-  or not) that cannot be read as data: a malformed line (named by file and
-  line), a truncated or corrupted gzip / xz / bzip2 stream, an ``.npy``
-  array of the wrong kind;
-* :class:`DiskFullError` — the disk filled while dsvm wrote a dataset or a
-  scratch store; names the path, what was written and what was free.
+Every error a user can cause is one of these (or a plain ``ValueError`` /
+``OSError``) and its message names what is wrong and where (file, line,
+row, path), so the ``dsvm`` command prints it as one line.  The sub-packages
+re-export the types they raise.
+
+Disk full: :class:`DiskFullError` is the one error for a file system that
+ran out of space or quota, whatever was being written (a dataset, a scratch
+store, a model, a report); :func:`disk_full_error` and
+:func:`disk_full_names` build it with the path, what was written and what
+was free.
 """
 
 from __future__ import annotations
@@ -19,15 +23,48 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "InputFileError", "DiskFullError", "is_disk_full", "disk_full_error", "disk_full_names", "format_bytes",
-    "tree_bytes",
+    "NoWorkersError", "WorkerMemoryError", "InvalidDatasetError", "InputFileError", "ModelFileError",
+    "CheckpointMismatchError", "ClusterSpecError", "PipelineError", "NotDsvmOutputError", "DiskFullError",
+    "is_disk_full", "disk_full_error", "disk_full_names", "format_bytes", "tree_bytes",
 ]
 
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
+class NoWorkersError(RuntimeError):
+    """The distributed cluster has had no worker for longer than ``dsvm.no-worker-timeout``."""
+
+
+class WorkerMemoryError(MemoryError):
+    """Workers kept dying on the same task (``distributed.KilledWorker``): it needs more memory than they have."""
+
+
+class InvalidDatasetError(ValueError):
+    """A path is not a readable dsvm dataset, or a chunk of it is corrupted."""
+
+
 class InputFileError(ValueError):
     """An input file cannot be read as data; the message names the file (and the line)."""
+
+
+class ModelFileError(ValueError):
+    """A model or checkpoint file is missing, corrupted, foreign or inconsistent."""
+
+
+class CheckpointMismatchError(ValueError):
+    """The checkpoint belongs to other data or other parameters, or cannot be read or written."""
+
+
+class ClusterSpecError(ValueError):
+    """A cluster spec file is missing, malformed or names a class or argument that is not allowed."""
+
+
+class PipelineError(ValueError):
+    """A pipeline file is malformed."""
+
+
+class NotDsvmOutputError(FileExistsError):
+    """The target exists and is not an output dsvm wrote (or ``overwrite`` was not given)."""
 
 
 class DiskFullError(OSError):
@@ -38,10 +75,12 @@ class DiskFullError(OSError):
 
 
 def is_disk_full(exc: BaseException) -> bool:
+    """True for an ``OSError`` that says the disk or the quota is full."""
     return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
 
 
 def format_bytes(n: float) -> str:
+    """``n`` bytes for a message, in binary units (``"1.5 GiB"``)."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -1,8 +1,8 @@
 """SIGTERM takes the same way out as an exception, so that cleanup runs.
 
 By default SIGTERM ends a Python process at once: no ``finally`` block, no
-context manager exit, so a fit killed by a batch system's time limit left its
-scratch feature store and temporary folders behind.  Inside
+context manager exit, so a fit killed by a batch system's time limit would
+leave its scratch feature store and temporary folders behind.  Inside
 :func:`sigterm_cleanup` SIGTERM raises :class:`Terminated` in the main thread
 instead: everything on the way out is cleaned as for Ctrl-C, and the process
 then exits with status 143 (128 + SIGTERM), as a shell reports a SIGTERM kill.

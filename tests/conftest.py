@@ -1,33 +1,13 @@
-"""Shared fixtures: benchmark data from ../shared/data, small problems, a local cluster."""
+"""Shared fixtures: benchmark data from ../shared/data, small problems, a local cluster.
+
+Helpers that tests import (paths, data loaders, problem builders, dense oracles)
+live in helpers.py: pytest loads this file as a plugin, not as a module to import.
+"""
 
 from __future__ import annotations
 
-import lzma
-import os
-from pathlib import Path
-
-import numpy as np
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-DATA_DIR = Path(os.environ.get("DSVM_DATA_DIR", REPO.parent / "shared" / "data"))
-
-
-def data_file(name: str) -> Path:
-    """Path of a LIBSVM benchmark file in the shared data folder; skips if absent."""
-    path = DATA_DIR / f"{name}.xz"
-    if not path.exists():
-        pytest.skip(f"benchmark data {path} not found (set DSVM_DATA_DIR to the folder holding the .xz files)")
-    return path
-
-
-def load_libsvm(name: str, n_features: int | None = None):
-    """Load a benchmark set with scikit-learn's reader (an oracle independent of dsvm.io)."""
-    from sklearn.datasets import load_svmlight_file
-
-    with lzma.open(data_file(name)) as f:
-        X, y = load_svmlight_file(f, n_features=n_features)
-    return X, y
+from helpers import load_libsvm, make_circles_problem
 
 
 @pytest.fixture(scope="session")
@@ -42,35 +22,6 @@ def ijcnn1():
     Xtr, ytr = load_libsvm("ijcnn1.train", 22)
     Xte, yte = load_libsvm("ijcnn1.test", 22)
     return Xtr, ytr, Xte, yte
-
-
-def make_circles_problem(n: int = 600, p: int = 5, noise: float = 0.1, seed: int = 0):
-    """A binary problem with a non-linear boundary (sphere in p dims)."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, p))
-    radius = np.sqrt(p) * 0.95
-    y = np.where(np.linalg.norm(X, axis=1) + noise * rng.normal(size=n) > radius, 1, -1)
-    return X, y
-
-
-def zero_based_libsvm_files(tmp_path: Path) -> dict[str, Path]:
-    """A training file with indices 0-3 and a zero-based test file that never uses feature 0.
-
-    The label is the sign of x1 - x2; feature 0 is noise.  Read as one-based, the
-    test file's columns shift by one and the model sees x2 - x3 instead.
-    """
-    rng = np.random.default_rng(3)
-    paths = {}
-    for name, n, with_zero in (("train", 1500, True), ("test", 600, False)):
-        X = rng.random((n, 4))
-        if not with_zero:
-            X[:, 0] = 0.0
-        y = np.where(X[:, 1] > X[:, 2], 1, -1)
-        with open(tmp_path / f"{name}.libsvm", "w") as f:
-            for xi, yi in zip(X, y):
-                f.write(f"{yi:+d} " + " ".join(f"{j}:{v:.6f}" for j, v in enumerate(xi) if v) + "\n")
-        paths[name] = tmp_path / f"{name}.libsvm"
-    return paths
 
 
 @pytest.fixture

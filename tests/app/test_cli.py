@@ -10,7 +10,7 @@ import pytest
 import dsvm
 from dsvm.cli import main
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 @pytest.fixture
@@ -140,7 +140,7 @@ report: {{plots: true}}
 
 def test_pipeline_reads_the_test_file_like_the_training_file(tmp_path):
     """A zero-based test file without feature 0 is read zero-based, like the training file."""
-    from conftest import zero_based_libsvm_files
+    from helpers import zero_based_libsvm_files
 
     files = zero_based_libsvm_files(tmp_path)
     spec = tmp_path / "p.yaml"
@@ -161,7 +161,7 @@ model:
 
 
 def test_ingest_like_a_model(tmp_path, capsys):
-    from conftest import zero_based_libsvm_files
+    from helpers import zero_based_libsvm_files
 
     files = zero_based_libsvm_files(tmp_path)
     assert _run("train", files["train"], "--model", tmp_path / "m.npz", "-k", 50, "--workers", 1) == 0

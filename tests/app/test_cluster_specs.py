@@ -16,7 +16,7 @@ import pytest
 
 from dsvm.cluster import ClusterSpecError, connect, load_cluster_spec, validate_cluster_spec
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "cluster").glob("*.yaml"))
 SHIPPED = {"local", "slurm", "pbs", "kubernetes", "gateway"}
 

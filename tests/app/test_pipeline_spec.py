@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from helpers import REPO
 
 from dsvm.pipeline import DEMO_PIPELINE, PipelineError, load_pipeline, run_pipeline
 

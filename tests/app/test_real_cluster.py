@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 from procs import spawn, stop
 
 pytestmark = pytest.mark.slow

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import data_file
+from helpers import data_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPEC = REPO / "cluster" / "slurm.yaml"
 PIPELINE = REPO / "pipelines" / "a9a.yaml"
 

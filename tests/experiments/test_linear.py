@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DATA_DIR, REPO, make_circles_problem
+from helpers import DATA_DIR, REPO, make_circles_problem
 from dsvm import experiments as ex
 from dsvm.pipeline import PipelineError, load_pipeline, run_pipeline
 

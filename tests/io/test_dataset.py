@@ -256,7 +256,7 @@ def test_dataset_replaced_during_a_fit_is_detected(tmp_path, monkeypatch):
     import dsvm
     from dsvm.operator import SquaredHingeOperator
 
-    from conftest import make_circles_problem
+    from helpers import make_circles_problem
 
     X, y = make_circles_problem(n=2000, seed=1)
     X2, y2 = make_circles_problem(n=2000, seed=2)

@@ -14,7 +14,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import data_file
+from helpers import data_file
 
 import dsvm.io
 from dsvm.io import DiskFullError, InputFileError, ingest, open_dataset, write_dataset

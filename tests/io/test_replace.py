@@ -17,7 +17,7 @@ from dsvm import replace
 from dsvm.model_io import load_model, save_model
 from dsvm.predict_io import write_predictions
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 @pytest.fixture(scope="module")

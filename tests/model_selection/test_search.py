@@ -28,7 +28,7 @@ from dsvm.search import (
 )
 from dsvm.solvers import semismooth_newton
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 def _linear_problem(n=400, classes=2, seed=0):

@@ -13,7 +13,7 @@ from dsvm.kernels import make_kernel_spec
 from dsvm.nystroem import fit_feature_map
 from dsvm.operator import FeatureStore, plan_feature_store
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from dsvm.losses import sqhinge_objective_dense
 from dsvm.operator import SquaredHingeOperator
 from dsvm.solvers import choose_hessian, semismooth_newton
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 def _features(n=800, seed=0):

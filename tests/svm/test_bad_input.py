@@ -13,7 +13,7 @@ import zarr
 import dsvm
 from dsvm.metrics import evaluate
 
-from conftest import make_circles_problem, zero_based_libsvm_files
+from helpers import make_circles_problem, zero_based_libsvm_files
 
 
 @pytest.fixture

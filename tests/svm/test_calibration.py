@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from dsvm import NystroemSVC
 from dsvm.calibration import MAX_PLATT_ROWS, fit_platt, platt_log_proba, row_hash
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 def _platt_reference(f, pos):

@@ -12,7 +12,7 @@ from sklearn.svm import LinearSVC
 from dsvm import NystroemSVC
 from dsvm.losses import sqhinge_objective_dense
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 def _fit(X, y, **kw):

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from dsvm import NystroemSVC
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 PARAMS = dict(C=10.0, gamma=0.3, n_components=80, random_state=0, tol=1e-6)
 

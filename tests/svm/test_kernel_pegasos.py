@@ -9,7 +9,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from dsvm.kernels import kernel_matrix, make_kernel_spec
 from dsvm.pegasos import PegasosSVC
 
-from conftest import load_libsvm, make_circles_problem
+from helpers import load_libsvm, make_circles_problem
 
 
 def naive_pegasos(X, y_pm, lam, T, spec, seed, c2=1.0, batch_size=1):

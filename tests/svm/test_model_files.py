@@ -10,7 +10,7 @@ import pytest
 from dsvm import NystroemSVC
 from dsvm.model_io import ModelFileError, load_model, save_model
 
-from conftest import make_circles_problem
+from helpers import make_circles_problem
 
 
 @pytest.fixture(scope="module")

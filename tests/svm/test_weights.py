@@ -18,7 +18,7 @@ from sklearn.utils.class_weight import compute_class_weight
 from dsvm import NystroemSVC
 from dsvm.losses import sqhinge_objective_dense
 
-from conftest import load_libsvm, make_circles_problem
+from helpers import load_libsvm, make_circles_problem
 
 
 def _lbfgs_objective(F, y_pm, c):

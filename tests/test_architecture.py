@@ -1,0 +1,262 @@
+"""The package's import structure: layers, no cycles, no private names across modules, Dask in its place.
+
+Parses every module of dsvm/ with ast (nothing is imported), resolves relative
+imports, and checks the rules of ARCHITECTURE.md.  Function-level imports count
+as edges like top-level ones: a cycle hidden inside a function is still a cycle.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dsvm"
+
+# unit -> units it may import (besides itself).  A unit is a sub-package or a root module.
+LEAF = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.config", "dsvm.blas", "dsvm.checks",
+        "dsvm.signals"}
+ALLOWED = {
+    "dsvm.version": set(), "dsvm.options": set(), "dsvm.exceptions": set(),
+    "dsvm.config": set(), "dsvm.blas": set(), "dsvm.checks": set(), "dsvm.signals": set(),
+    "dsvm.blocks": LEAF,
+    "dsvm.io": LEAF | {"dsvm.blocks"},
+    "dsvm.approx": LEAF | {"dsvm.blocks"},
+    "dsvm.problems": LEAF | {"dsvm.blocks", "dsvm.approx"},
+    "dsvm.solvers": {"dsvm.blas", "dsvm.options", "dsvm.checks"},
+    "dsvm.reference": LEAF | {"dsvm.approx"},
+    "dsvm.svm": LEAF | {"dsvm.blocks", "dsvm.io", "dsvm.approx", "dsvm.problems", "dsvm.solvers"},
+    "dsvm.model_selection": LEAF | {"dsvm.blocks", "dsvm.approx", "dsvm.problems", "dsvm.solvers", "dsvm.svm"},
+    "dsvm.experiments": LEAF | {"dsvm.blocks", "dsvm.io", "dsvm.approx", "dsvm.problems", "dsvm.solvers",
+                                "dsvm.svm", "dsvm.model_selection", "dsvm.reference"},
+    "dsvm.app": None,  # anything
+    "dsvm": None,      # the package's lazy re-export table
+    "dsvm.cli": {"dsvm.app"}, "dsvm.cluster": {"dsvm.app"},  # compatibility entry points
+    "dsvm.__main__": {"dsvm.app"},  # python -m dsvm
+}
+DASK = ("dask", "distributed", "dask_ml", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "zarr")
+DASK_UNITS = {"dsvm.blocks", "dsvm.io", "dsvm.app"}          # may import Dask
+DASK_CONFIG_ONLY = {"dsvm.config"}                           # may import dask.config, nothing else of Dask
+OPTIONAL = ("matplotlib", "clarabel", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "sklearnex")
+# all app/cli.py may import at top level
+LIGHT_CLI = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.signals"}
+ROWBLOCK_ATTRIBUTES = {"blocks", "array", "delayed_blocks", "block_futures", "split_blocks", "spill_to_zarr"}
+ROWBLOCK_CLASSES = {"InMemoryBlocks", "DaskBlocks"}
+LIBRARY_NAMES = {"dask", "da", "np", "numpy", "zarr"}  # dask.array, np.array: not RowBlocks attributes
+MAX_LINES = 600
+EARNED = {}  # "dsvm/x.py": "why"
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str      # importing module
+    path: str        # file:line
+    target: str      # imported dsvm module (resolved) or external top-level name
+    names: tuple     # names taken with `from ... import`
+    deferred: bool   # inside a function
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def unit_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "dsvm"
+    sub = ".".join(parts[:2])
+    return sub
+
+
+def _imports(module: str, path: Path) -> list[Import]:
+    tree = ast.parse(path.read_text(), str(path))
+    is_pkg = path.name == "__init__.py"
+    out = []
+
+    def visit(node, deferred):
+        for child in ast.iter_child_nodes(node):
+            inner = deferred or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            where = f"{path.relative_to(PACKAGE.parent)}:{getattr(child, 'lineno', 0)}"
+            if isinstance(child, ast.Import):
+                for a in child.names:
+                    out.append(Import(module, where, a.name, (), deferred))
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = module.split(".") if is_pkg else module.split(".")[:-1]
+                    base = base[: len(base) - (child.level - 1)]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module
+                for a in child.names:  # `from pkg import submodule` is an edge to the submodule
+                    full = f"{target}.{a.name}"
+                    out.append(Import(module, where, full if full in MODULES else target, (a.name,), deferred))
+            visit(child, inner)
+
+    visit(tree, False)
+    return out
+
+
+IMPORTS = [imp for m, p in MODULES.items() for imp in _imports(m, p)]
+INTERNAL = [i for i in IMPORTS if i.target.split(".")[0] == "dsvm"]
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10_000)
+
+    def strong(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                found.append(sorted(comp))
+
+    for v in list(edges):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def test_no_import_cycle_between_modules():
+    edges = {m: set() for m in MODULES}
+    for i in INTERNAL:
+        if i.target in MODULES and i.target != i.module:
+            edges[i.module].add(i.target)
+    assert _cycles(edges) == []
+
+
+def test_no_import_cycle_between_layers():
+    edges: dict[str, set[str]] = {}
+    for i in INTERNAL:
+        a, b = unit_of(i.module), unit_of(i.target)
+        if a != b and a not in ("dsvm",) and b != "dsvm":
+            edges.setdefault(a, set()).add(b)
+    assert _cycles(edges) == []
+
+
+def test_no_module_imports_the_package_root():
+    """``from . import __version__`` from inside the package runs dsvm/__init__: a cycle in waiting."""
+    bad = [f"{i.path}: {i.module} imports dsvm" for i in INTERNAL if i.target == "dsvm" and i.module != "dsvm"]
+    assert bad == []
+
+
+def test_layers_import_only_the_layers_below():
+    bad = []
+    for i in INTERNAL:
+        a, b = unit_of(i.module), unit_of(i.target)
+        allowed = ALLOWED.get(a, set())
+        if a != b and allowed is not None and b not in allowed:
+            bad.append(f"{i.path}: {a} may not import {i.target}")
+    assert bad == []
+
+
+def test_other_layers_are_reached_through_their_package():
+    """Across layers import ``from ..svm import x``, never from a layer's modules (its public surface
+    is its __init__); inside a layer import sibling modules, never the layer's own __init__."""
+    bad = []
+    for i in INTERNAL:
+        a, b = unit_of(i.module), unit_of(i.target)
+        if a in ("dsvm", "dsvm.cli", "dsvm.cluster", "dsvm.__main__") or b == "dsvm" or b in LEAF:
+            continue
+        if a != b and i.target != b:
+            bad.append(f"{i.path}: {i.module} imports {i.target}; import from {b}")
+        if a == b and i.target == b and i.module != b and not MODULES[i.module].name == "__init__.py":
+            bad.append(f"{i.path}: {i.module} imports its own package {b}; import the sibling module")
+    assert bad == []
+
+
+def test_no_private_name_crosses_a_module():
+    bad = []
+    for i in INTERNAL:
+        private_module = any(part.startswith("_") and not part.startswith("__") for part in i.target.split("."))
+        if private_module and unit_of(i.module) != unit_of(i.target):
+            bad.append(f"{i.path}: {i.module} imports private module {i.target}")
+        for name in i.names:
+            if name.startswith("_") and not name.startswith("__"):
+                bad.append(f"{i.path}: {i.module} imports private name {name} from {i.target}")
+    # `module._name` on an imported dsvm module, and `obj._name` on anything but self / cls
+    for m, p in MODULES.items():
+        tree = ast.parse(p.read_text())
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                    and not (isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") in ("type", "super"))):
+                bad.append(f"{p.relative_to(PACKAGE.parent)}:{node.lineno}: {m} reaches {node.attr}")
+    assert bad == []
+
+
+def test_dask_and_zarr_only_in_blocks_io_and_app():
+    bad = []
+    for i in IMPORTS:
+        top = i.target.split(".")[0]
+        if top not in DASK:
+            continue
+        unit = unit_of(i.module)
+        if unit in DASK_UNITS or (i.module in DASK_CONFIG_ONLY and i.target == "dask.config"):
+            continue
+        bad.append(f"{i.path}: {i.module} imports {i.target}")
+    assert bad == []
+
+
+def test_optional_dependencies_are_imported_inside_functions():
+    bad = [f"{i.path}: {i.target} at module level" for i in IMPORTS
+           if i.target.split(".")[0] in OPTIONAL and not i.deferred]
+    assert bad == []
+
+
+def test_cli_module_imports_only_light_modules_at_top_level():
+    """``dsvm --help`` must not pay for scikit-learn, Dask arrays or the model layers."""
+    bad = [f"{i.path}: {i.target}" for i in IMPORTS
+           if i.module in ("dsvm.app.cli", "dsvm", "dsvm.app", "dsvm.cli", "dsvm.__main__") and not i.deferred
+           and i.target.split(".")[0] == "dsvm"
+           and i.target not in LIGHT_CLI | {"dsvm.config", "dsvm.app", "dsvm.app.cli"}]
+    assert bad == []
+
+
+def test_cli_import_loads_no_heavy_library():
+    """The runtime side of the previous test: what ``dsvm --help`` pays for (no timing asserted)."""
+    code = ("import sys, dsvm.app.cli; print(sorted(m for m in ('sklearn', 'scipy', 'dask.array', "
+            "'distributed', 'zarr') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=PACKAGE.parent)
+    assert out.stdout.strip() == "[]"
+
+
+def test_row_blocks_internals_stay_in_blocks():
+    bad = []
+    for m, p in MODULES.items():
+        if unit_of(m) == "dsvm.blocks":
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr in ROWBLOCK_ATTRIBUTES
+                    and not (isinstance(node.value, ast.Name) and node.value.id in LIBRARY_NAMES)):
+                bad.append(f"{p.relative_to(PACKAGE.parent)}:{node.lineno}: {m} uses .{node.attr}")
+            elif isinstance(node, ast.Name) and node.id in ROWBLOCK_CLASSES:
+                bad.append(f"{p.relative_to(PACKAGE.parent)}:{node.lineno}: {m} uses {node.id}")
+    assert bad == []
+
+
+def test_modules_stay_small():
+    big = {str(p.relative_to(PACKAGE.parent)): n for p in MODULES.values()
+           if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert {k: v for k, v in big.items() if k not in EARNED} == {}
