@@ -6,6 +6,7 @@ Importable from every test folder (``pythonpath = ["tests"]`` in pyproject.toml)
 
 from __future__ import annotations
 
+import logging
 import lzma
 import os
 from pathlib import Path
@@ -60,3 +61,16 @@ def zero_based_libsvm_files(tmp_path: Path) -> dict[str, Path]:
                 f.write(f"{yi:+d} " + " ".join(f"{j}:{v:.6f}" for j, v in enumerate(xi) if v) + "\n")
         paths[name] = tmp_path / f"{name}.libsvm"
     return paths
+
+
+class KillOnIteration(logging.Handler):
+    """Runs ``action`` when the Newton log reports iteration ``it``."""
+
+    def __init__(self, it: int, action):
+        super().__init__()
+        self.marker, self.action, self.fired = f"newton it={it} ", action, False
+
+    def emit(self, record):
+        if not self.fired and self.marker in record.getMessage():
+            self.fired = True
+            self.action()

@@ -1,239 +1,54 @@
-"""Row-blocked arrays and the only code in dsvm that talks to Dask.
-
-Everything that touches rows goes through :class:`RowBlocks`: a sequence of
-row blocks (dense ``numpy`` arrays, ``scipy.sparse`` CSR matrices or 1-d
-vectors) that is either held in this process (:class:`InMemoryBlocks`) or
-spread over a Dask cluster (:class:`DaskBlocks`).  The rest of the package
-sees three operations:
-
-* :meth:`RowBlocks.map_reduce` — apply a pure numpy function to every block
-  (with aligned blocks of other arrays and a few shared arguments) and sum the
-  results (numbers, arrays, or dicts / tuples of them) with a tree reduction;
-  one round trip, only the sum comes back;
-* :meth:`RowBlocks.map_blocks` — a new row-aligned array, lazily on Dask;
-* :meth:`RowBlocks.take` — gather a few rows (landmarks) in one pass.
+"""Row blocks of a Dask array (:class:`DaskBlocks`) and the computations that run them.
 
 Shared arguments enter the Dask graph once per call (one key), not once per
 task.  The scheduler is whatever Dask would use: a ``distributed.Client`` if
-one is active, the threaded scheduler otherwise.
+one is active (:func:`active_client`), the threaded scheduler otherwise.
+:func:`compute` fails clearly where Dask would hang or give a bare
+``KilledWorker``: no worker left, or workers killed for memory.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 import os
-import threading
+import time
 import uuid
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import dask
+import dask.array as da
 import numpy as np
 import scipy.sparse as sp
+import zarr
+from dask.base import is_dask_collection
+from dask.core import flatten
+from distributed import KilledWorker, default_client, futures_of, wait
 
-from ._blas import single_threaded_blas
+from .. import config
+from ..blas import single_threaded_blas
+from ..exceptions import NoWorkersError, WorkerMemoryError, format_bytes
+from .interface import TREE_FANIN, RowBlocks, tree_sum
 
-logger = logging.getLogger(__name__)
-
-TREE_FANIN = 8
-
-
-def tree_add(a: Any, b: Any) -> Any:
-    """Add two results of the same structure (dict / tuple / list / array / number / None)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if isinstance(a, dict):
-        return {key: tree_add(a[key], b[key]) for key in a}
-    if isinstance(a, (tuple, list)):
-        return type(a)(tree_add(x, y) for x, y in zip(a, b))
-    return a + b
+__all__ = ["DaskBlocks", "TaskFootprint", "compute", "active_client", "check_row_chunks", "LARGE_GRAPH"]
 
 
-def tree_sum(parts: Sequence[Any]) -> Any:
-    """Sum a sequence of results of identical structure."""
-    out = None
-    for p in parts:
-        out = tree_add(out, p)
-    return out
-
-
-def is_dask_array(x: Any) -> bool:
+def active_client():
+    """The ``distributed.Client`` Dask would use now, or ``None``."""
     try:
-        import dask.array as da
-    except ImportError:  # pragma: no cover - dask is a dependency
-        return False
-    return isinstance(x, da.Array)
+        return default_client()
+    except ValueError:
+        return None
 
 
-def is_dask_collection(x: Any) -> bool:
-    from dask.base import is_dask_collection as _is
-
-    return _is(x)
-
-
-class RowBlocks:
-    """Abstract row-blocked array.  See the module docstring."""
-
-    chunks: tuple[int, ...]
-
-    @property
-    def n_rows(self) -> int:
-        return int(sum(self.chunks))
-
-    @property
-    def n_blocks(self) -> int:
-        return len(self.chunks)
-
-    @property
-    def offsets(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(self.chunks)]).astype(np.int64)
-
-    # Interface ---------------------------------------------------------
-    def map_reduce(
-        self,
-        fn: Callable,
-        aligned: Sequence["RowBlocks | None"] = (),
-        shared: Sequence[Any] = (),
-        combine: Callable[[Sequence[Any]], Any] = tree_sum,
-    ) -> Any:
-        """``combine([fn(block_i, *aligned_i, *shared) for every block i])``, one round trip.
-
-        ``combine`` must be associative (it is applied in a tree); the default
-        adds the results.  ``None`` in ``aligned`` passes ``None`` to ``fn``.
-        """
-        raise NotImplementedError
-
-    def map_blocks(
-        self,
-        fn: Callable,
-        n_cols: int | None,
-        dtype,
-        aligned: Sequence["RowBlocks | None"] = (),
-        shared: Sequence[Any] = (),
-        with_offset: bool = False,
-    ) -> "RowBlocks":
-        """A row-aligned array with blocks ``fn(block_i, *aligned_i, *shared)``.
-
-        ``n_cols=None`` means 1-d output.  With ``with_offset`` the function
-        also gets ``offset=`` (the index of the block's first row), so errors
-        can name the row.
-        """
-        raise NotImplementedError
-
-    def take(self, indices: np.ndarray):
-        raise NotImplementedError
-
-    def fold(self, fn: Callable, state: Any, aligned: Sequence["RowBlocks | None"] = (), shared: Sequence[Any] = (),
-             order: Sequence[int] | None = None) -> Any:
-        """``state = fn(block_i, *aligned_i, state, *shared)`` for the blocks in ``order``.
-
-        A sequential scan (stochastic solvers): on Dask a chain of tasks, one
-        per block, run where the blocks live; only the final state comes back.
-        """
-        raise NotImplementedError
-
-    def persist(self) -> "RowBlocks":
-        return self
-
-    def iter_blocks(self, batch: int = 4):
-        """Yield the blocks in row order, computing ``batch`` of them at a time."""
-        raise NotImplementedError
-
-    def compute(self):
-        """The whole array in this process (numpy or CSR)."""
-        raise NotImplementedError
-
-    @property
-    def is_distributed(self) -> bool:
-        return False
-
-
-_POOL = None
-_POOL_LOCK = threading.Lock()
-
-
-def _thread_pool():
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="dsvm-block")
-        return _POOL
-
-
-def _run_blocks(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run block calls in parallel threads (BLAS single-threaded), results in order."""
-    with single_threaded_blas():
-        if len(calls) == 1 or (os.cpu_count() or 1) == 1 or threading.current_thread().name.startswith("dsvm-block"):
-            return [call() for call in calls]
-        futures = [_thread_pool().submit(call) for call in calls]
-        return [f.result() for f in futures]
-
-
-class InMemoryBlocks(RowBlocks):
-    """Row blocks held in this process; block functions run in a small thread pool."""
-
-    def __init__(self, blocks: Sequence[Any]):
-        self.blocks = list(blocks)
-        self.chunks = tuple(int(b.shape[0]) for b in self.blocks)
-
-    @classmethod
-    def from_array(cls, X, block_rows: int, min_blocks: int | None = None, min_rows: int = 4096) -> "InMemoryBlocks":
-        """Split ``X`` into blocks of at most ``block_rows`` rows, and into at least
-        ``min_blocks`` (default: two per core) when that leaves ``min_rows`` per block."""
-        n = X.shape[0]
-        if min_blocks is None:
-            min_blocks = 2 * (os.cpu_count() or 1)
-        block_rows = max(1, min(int(block_rows), max(min_rows, -(-n // max(1, min_blocks)))))
-        if sp.issparse(X):
-            X = X.tocsr()
-        starts = range(0, max(n, 1), block_rows)
-        return cls([X[s : s + block_rows] for s in starts] if n else [X])
-
-    def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
-        calls = []
-        for i, block in enumerate(self.blocks):
-            extra = [a.blocks[i] if a is not None else None for a in aligned]
-            calls.append(functools.partial(fn, block, *extra, *shared))
-        return combine(_run_blocks(calls))
-
-    def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
-        calls = []
-        offsets = self.offsets
-        for i, block in enumerate(self.blocks):
-            extra = [a.blocks[i] if a is not None else None for a in aligned]
-            kw = {"offset": int(offsets[i])} if with_offset else {}
-            calls.append(functools.partial(fn, block, *extra, *shared, **kw))
-        return InMemoryBlocks(_run_blocks(calls))
-
-    def take(self, indices):
-        indices = np.asarray(indices, dtype=np.int64)
-        X = self.compute()
-        return X[indices]
-
-    def compress(self, mask: "InMemoryBlocks") -> "InMemoryBlocks":
-        """The rows where the aligned boolean ``mask`` is true, block by block (copies)."""
-        return InMemoryBlocks([b[np.asarray(m, dtype=bool)] for b, m in zip(self.blocks, mask.blocks)])
-
-    def iter_blocks(self, batch: int = 4):
-        yield from self.blocks
-
-    def fold(self, fn, state, aligned=(), shared=(), order=None):
-        with single_threaded_blas():
-            for i in (range(self.n_blocks) if order is None else order):
-                extra = [a.blocks[i] if a is not None else None for a in aligned]
-                state = fn(self.blocks[i], *extra, state, *shared)
-        return state
-
-    def compute(self):
-        if len(self.blocks) == 1:
-            return self.blocks[0]
-        if sp.issparse(self.blocks[0]):
-            return sp.vstack(self.blocks, format="csr")
-        return np.concatenate(self.blocks, axis=0)
+def check_row_chunks(array, what: str = "X") -> None:
+    """A Dask array dsvm can block by rows: known row chunk sizes, one block along the columns."""
+    if any(np.isnan(c) for c in array.chunks[0]) or np.isnan(array.shape[0]):
+        raise ValueError(f"{what} has unknown chunk sizes along the rows; call {what}.compute_chunk_sizes() first")
+    if array.ndim == 2 and len(array.chunks[1]) != 1:
+        raise ValueError(
+            f"{what} has {len(array.chunks[1])} chunks along the feature axis; dsvm needs whole rows in "
+            f"each block: use {what}.rechunk({{1: -1}})"
+        )
 
 
 def _shared_key(obj: Any):
@@ -245,8 +60,6 @@ def _shared_key(obj: Any):
     after a worker loss.  Feature maps of large k make such graphs tens of MB,
     hence :data:`LARGE_GRAPH` below.
     """
-    import dask
-
     if is_dask_collection(obj):
         return obj
     return dask.delayed(obj, name=f"dsvm-shared-{uuid.uuid4().hex}", traverse=False)
@@ -261,8 +74,6 @@ def _take_block_rows(block, local_idx):
 
 
 def _write_zarr_block(block, path, index):
-    import zarr
-
     if not os.path.isdir(path):  # the fit ended (and removed its store) while this task waited
         raise FileNotFoundError(f"scratch store {path} no longer exists")
     arr = zarr.create_array(
@@ -274,8 +85,6 @@ def _write_zarr_block(block, path, index):
 
 
 def _read_zarr_block(path, index):
-    import zarr
-
     return zarr.open_array(f"{path}/block-{index}", mode="r")[...]
 
 
@@ -311,16 +120,7 @@ class DaskBlocks(RowBlocks):
     """
 
     def __init__(self, array, footprint: TaskFootprint | None = None):
-        if array.ndim == 2 and len(array.chunks[1]) != 1:
-            raise ValueError(
-                f"dask array has {len(array.chunks[1])} blocks along the columns; dsvm needs one "
-                "(rechunk with X.rechunk({1: -1}))"
-            )
-        if any(np.isnan(c) for c in array.chunks[0]):
-            raise ValueError(
-                "dask array has unknown chunk sizes along the rows; call X.compute_chunk_sizes() "
-                "(or build it with known chunks) before passing it to dsvm"
-            )
+        check_row_chunks(array, "X" if array.ndim == 2 else "y")
         if 0 in array.chunks[0] and array.shape[0] > 0:
             # empty blocks (a boolean selection leaves them) share their offset with the next block
             array = array.rechunk({0: tuple(c for c in array.chunks[0] if c)})
@@ -334,6 +134,16 @@ class DaskBlocks(RowBlocks):
     def is_distributed(self) -> bool:
         return True
 
+    @property
+    def n_cols(self) -> int | None:
+        return int(self.array.shape[1]) if self.array.ndim == 2 else None
+
+    def select_blocks(self, indices, split: int = 1) -> "DaskBlocks":
+        raise NotImplementedError("select_blocks() is for in-process row blocks")
+
+    def compress(self, mask) -> "DaskBlocks":
+        raise NotImplementedError("compress() is for in-process row blocks")
+
     def delayed_blocks(self):
         if self._delayed is None:
             self._delayed = list(self.array.to_delayed().ravel())
@@ -342,9 +152,6 @@ class DaskBlocks(RowBlocks):
     def block_futures(self, client):
         """The ``distributed`` futures of the blocks when the array is persisted there, else None."""
         if self._futures is None:
-            from dask.core import flatten
-            from distributed import futures_of
-
             futures = {f.key: f for f in futures_of(self.array)}
             keys = list(flatten(self.array.__dask_keys__()))
             self._futures = [futures.get(k) for k in keys] if futures else []
@@ -384,9 +191,7 @@ class DaskBlocks(RowBlocks):
         return _gather(client, [parts[0]], footprint=self.footprint)[0]
 
     def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
-        import dask
-
-        client = _active_client()
+        client = active_client()
         if client is not None:
             result = self._map_reduce_futures(client, fn, aligned, shared, combine)
             if result is not None:
@@ -405,8 +210,6 @@ class DaskBlocks(RowBlocks):
         return result
 
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
-        import dask.array as da
-
         args = [a.array if a is not None else None for a in aligned] + [_shared_key(s) for s in shared]
         if n_cols is None:
             chunks = (self.array.chunks[0],)
@@ -423,8 +226,6 @@ class DaskBlocks(RowBlocks):
         return DaskBlocks(out, self.footprint)
 
     def take(self, indices):
-        import dask
-
         indices = np.asarray(indices, dtype=np.int64)
         order = np.argsort(indices, kind="stable")
         sorted_idx = indices[order]
@@ -445,8 +246,6 @@ class DaskBlocks(RowBlocks):
         return rows[inverse]
 
     def fold(self, fn, state, aligned=(), shared=(), order=None):
-        import dask
-
         blocks = self.delayed_blocks()
         extra = [a.delayed_blocks() if a is not None else [None] * len(blocks) for a in aligned]
         shared_keys = [_shared_key(s) for s in shared]
@@ -458,7 +257,6 @@ class DaskBlocks(RowBlocks):
         return result
 
     def iter_blocks(self, batch: int = 4):
-
         blocks = self.delayed_blocks()
         for i in range(0, len(blocks), batch):
             yield from compute(*blocks[i : i + batch], footprint=self.footprint)
@@ -484,16 +282,13 @@ class DaskBlocks(RowBlocks):
             return self
         return DaskBlocks(self.array.rechunk({0: tuple(new)}), self.footprint)
 
-    def spill_to_zarr(self, path: str) -> "DaskBlocks":
+    def spill(self, path: str) -> "DaskBlocks":
         """Write every block once to a zarr store under ``path``; return blocks that read it back.
 
         One zarr array per block (named by its index), uncompressed, so
         irregular row chunks need no rechunking and a pass reads each block
         with one request.  ``path`` must be visible to every worker.
         """
-        import dask
-        import dask.array as da
-
         blocks = self.delayed_blocks()
         write = dask.delayed(_write_zarr_block, pure=False)
         compute(*[write(b, path, i) for i, b in enumerate(blocks)], footprint=self.footprint)
@@ -507,18 +302,13 @@ class DaskBlocks(RowBlocks):
 
     def persist(self):
         """Keep the blocks in (cluster) memory; waits until they are there."""
-        import dask
-
-        client = _active_client()
+        client = active_client()
         if client is None:
             with single_threaded_blas():
                 return DaskBlocks(self.array.persist(), self.footprint)
         with dask.config.set(LARGE_GRAPH):
             array = self.array.persist()
-        if client is not None:
-            from distributed import futures_of
-
-            _gather(client, futures_of(array), results=False, footprint=self.footprint)
+        _gather(client, futures_of(array), results=False, footprint=self.footprint)
         return DaskBlocks(array, self.footprint)
 
     def compute(self):
@@ -526,20 +316,10 @@ class DaskBlocks(RowBlocks):
         return result
 
 
-class NoWorkersError(RuntimeError):
-    """The distributed cluster has had no worker for longer than ``dsvm.no-worker-timeout``."""
-
-
-class WorkerMemoryError(MemoryError):
-    """Workers kept dying on the same task (``distributed.KilledWorker``): it needs more memory than they have."""
-
-
 def compute(*collections, footprint: TaskFootprint | None = None):
     """``dask.compute`` that, on a distributed cluster, fails clearly when no worker is left or
     workers keep dying on a task (``footprint``: what a task needs, for that message)."""
-    import dask
-
-    client = _active_client()
+    client = active_client()
     if client is None:
         with single_threaded_blas():  # the threaded scheduler's threads share this process's BLAS
             return dask.compute(*collections)
@@ -550,8 +330,6 @@ def compute(*collections, footprint: TaskFootprint | None = None):
 
 def _worker_memory_error(client, exc, footprint: TaskFootprint | None) -> WorkerMemoryError:
     """The one-line error for ``distributed.KilledWorker``: what the workers had, what a task needed."""
-    from .io.errors import format_bytes
-
     worker = exc.last_worker
     limit, threads = getattr(worker, "memory_limit", None), getattr(worker, "nthreads", None)
     if not limit:
@@ -583,12 +361,6 @@ def _gather(client, futures, results: bool = True, footprint: TaskFootprint | No
     one task, :class:`WorkerMemoryError` says what they had and what a task
     needs (``footprint``).
     """
-    import time
-
-    from distributed import wait
-
-    from . import config
-
     limit = float(config.get("no-worker-timeout"))
     alone_since = None
     while futures:
@@ -612,117 +384,7 @@ def _gather(client, futures, results: bool = True, footprint: TaskFootprint | No
             raise NoWorkersError(f"no Dask workers left for {limit:.0f} s; start workers for the scheduler and rerun")
     if not results:
         return None
-    from distributed import KilledWorker
-
     try:
         return client.gather(futures)
     except KilledWorker as exc:
         raise _worker_memory_error(client, exc, footprint) from None
-
-
-def _active_client():
-    """The ``distributed.Client`` Dask would use now, or ``None``."""
-    try:
-        from distributed import default_client
-    except ImportError:  # pragma: no cover
-        return None
-    try:
-        return default_client()
-    except ValueError:
-        return None
-
-
-def available_threads() -> int:
-    """Threads Dask will run tasks on: the cluster's total, or this machine's cores."""
-    import os
-
-    client = _active_client()
-    if client is not None:
-        try:
-            return max(1, sum(client.nthreads().values()))
-        except Exception:  # pragma: no cover - a client that cannot answer
-            return os.cpu_count() or 1
-    return os.cpu_count() or 1
-
-
-def cluster_memory() -> tuple[float, int]:
-    """(total memory Dask may use, threads) on the active cluster or this machine."""
-    import os
-
-    import psutil
-
-    client = _active_client()
-    if client is not None:
-        try:
-            workers = client.scheduler_info(n_workers=-1)["workers"].values()
-        except TypeError:  # older distributed without n_workers=
-            workers = client.scheduler_info()["workers"].values()
-        limits = [w.get("memory_limit") or psutil.virtual_memory().total for w in workers]
-        threads = sum(w.get("nthreads", 1) for w in workers)
-        if limits:
-            return float(sum(limits)), int(threads)
-    return float(psutil.virtual_memory().available), os.cpu_count() or 1
-
-
-def task_memory_budget(share: int) -> float:
-    """Bytes one task may use: the smallest worker's memory / (its threads x ``share``)."""
-    import psutil
-
-    client = _active_client()
-    if client is not None:
-        try:
-            workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
-        except TypeError:
-            workers = list(client.scheduler_info()["workers"].values())
-        per_thread = [
-            (w.get("memory_limit") or psutil.virtual_memory().total) / max(1, w.get("nthreads", 1)) for w in workers
-        ]
-        if per_thread:
-            return min(per_thread) / share
-    import os
-
-    return psutil.virtual_memory().available / max(1, os.cpu_count() or 1) / share
-
-
-def as_row_blocks(X, block_rows: int, min_blocks: int | None = None) -> RowBlocks:
-    """Wrap numpy / scipy.sparse / dask input as :class:`RowBlocks`.
-
-    In-memory input is split into blocks of at most ``block_rows`` rows and,
-    unless ``min_blocks=1`` (an explicit block size), into enough blocks to
-    keep every core busy (:meth:`InMemoryBlocks.from_array`).
-    """
-    if isinstance(X, RowBlocks):
-        return X
-    if is_dask_array(X):
-        return DaskBlocks(X)
-    return InMemoryBlocks.from_array(X, block_rows, min_blocks=min_blocks)
-
-
-def aligned_vector(v, like: RowBlocks) -> RowBlocks:
-    """A 1-d vector split into blocks aligned with ``like``'s rows."""
-    if isinstance(like, DaskBlocks):
-        import dask.array as da
-
-        if is_dask_array(v):
-            return DaskBlocks(v.rechunk((like.array.chunks[0],)))
-        return DaskBlocks(da.from_array(np.asarray(v), chunks=(like.array.chunks[0],)))
-    v = np.asarray(v)
-    off = like.offsets
-    return InMemoryBlocks([v[off[i] : off[i + 1]] for i in range(like.n_blocks)])
-
-
-def row_index_blocks(like: RowBlocks) -> RowBlocks:
-    """The global row index of every row, blocked like ``like`` (lazy for Dask)."""
-    if isinstance(like, DaskBlocks):
-        import dask.array as da
-
-        return DaskBlocks(da.arange(like.n_rows, chunks=(like.array.chunks[0],), dtype=np.int64))
-    off = like.offsets
-    return InMemoryBlocks([np.arange(off[i], off[i + 1], dtype=np.int64) for i in range(like.n_blocks)])
-
-
-def lazy_result(rb: RowBlocks):
-    """The array behind ``rb``: a dask array for Dask blocks, numpy otherwise."""
-    if isinstance(rb, DaskBlocks):
-        return rb.array
-    return rb.compute()

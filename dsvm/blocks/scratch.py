@@ -8,7 +8,7 @@ of an ingest ``.NAME.*.dsvm-tmp``) holds an owner marker, ``.dsvm-owner.json``::
      "process_started": 1767193200.42, "created_at": "...", "created_by": "dsvm 0.1.0"}
 
 A run removes its folders when it ends, also on an exception, Ctrl-C or SIGTERM
-(see :mod:`dsvm._signals`).  Only ``kill -9`` (or a crash of the machine) leaves
+(see :mod:`dsvm.signals`).  Only ``kill -9`` (or a crash of the machine) leaves
 them; such a folder is *stale* when its owner process is gone: the marker names
 this host and no process with that PID and start time runs.  A new scratch
 folder sweeps the stale ones next to it (:func:`sweep_stale`), and ``dsvm clean``
@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import psutil
@@ -42,8 +43,8 @@ import psutil
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "OWNER_FILE", "scratch_base", "make_temporary_folder", "temporary_folder", "claim_folder", "mark_owner", "read_owner", "Leftover",
-    "find_leftovers", "sweep_stale", "remove_leftover",
+    "OWNER_FILE", "make_temporary_folder", "temporary_folder", "claim_folder", "mark_owner", "read_owner",
+    "Leftover", "find_leftovers", "sweep_stale", "remove_leftover",
 ]
 
 OWNER_FILE = ".dsvm-owner.json"
@@ -57,8 +58,6 @@ _START_TOLERANCE = 1.0  # seconds: process start times are rounded to clock tick
 
 
 def _dsvm_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return f"dsvm {version('dsvm')}"
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -108,16 +107,6 @@ def owner_state(marker: dict) -> str:
     if marker["host"] != socket.gethostname():
         return "other host"
     return "running" if _process_running(marker["pid"], marker["process_started"]) else "gone"
-
-
-def scratch_base() -> str:
-    """Where scratch feature stores go: ``dsvm.scratch-directory``, else Dask's
-    ``temporary-directory``, else the system temporary folder."""
-    import dask.config
-
-    from . import config
-
-    return config.get("scratch-directory") or dask.config.get("temporary-directory", None) or tempfile.gettempdir()
 
 
 def make_temporary_folder(base: str | os.PathLike, kind: str, suffix: str = "") -> Path:

@@ -14,7 +14,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dsvm import NystroemSVC
-from dsvm.calibration import MAX_PLATT_ROWS, fit_platt, platt_log_proba, row_hash
+from dsvm.calibration import MAX_PLATT_ROWS, fit_platt, platt_log_proba
 
 from helpers import make_circles_problem
 
@@ -70,14 +70,6 @@ def test_log_proba_sums_to_one_in_the_log_domain():
     assert np.isfinite(lp).all() and (lp <= 0).all()
     lp2 = platt_log_proba(dec[:, 0], A[:1], B[:1])
     np.testing.assert_allclose(np.exp(lp2).sum(axis=1), 1.0, rtol=1e-12)
-
-
-def test_fold_hash_is_uniform_and_independent_of_blocking():
-    h = row_hash(100_000, seed=7)
-    np.testing.assert_array_equal(h[40_000:40_100], row_hash(100, seed=7, offset=40_000))
-    counts = np.bincount((h % np.uint64(5)).astype(int), minlength=5)
-    assert np.all(np.abs(counts - 20_000) < 600)
-    assert not np.array_equal(h[:100], row_hash(100, seed=8))
 
 
 # ---------------------------------------------------------------- the estimator

@@ -1,0 +1,57 @@
+"""Row blocks: the one interface every pass over rows goes through, in memory or on Dask.
+
+:class:`RowBlocks` (:mod:`dsvm.blocks.interface`) has two implementations,
+row blocks held in this process and row blocks of a Dask array; callers get
+them from :func:`as_row_blocks`, :func:`from_blocks`, :func:`aligned_vector`
+and the interface's own methods, never by class.  This sub-package is the
+only training-side code that imports ``dask.array`` and ``distributed``: it
+also answers what the cluster offers (:mod:`dsvm.blocks.resources`), hashes
+rows independently of the blocking (:mod:`dsvm.blocks.rowhash`) and makes
+the scratch folders spilled blocks and temporary datasets go to
+(:mod:`dsvm.blocks.scratch`).
+"""
+
+from ..exceptions import NoWorkersError, WorkerMemoryError
+from .convert import (
+    aligned_vector,
+    as_row_blocks,
+    check_dask_X,
+    from_blocks,
+    is_dask_array,
+    is_dask_collection,
+    lazy_result,
+    row_index_blocks,
+)
+from .dask_blocks import TaskFootprint, active_client, compute
+from .interface import TREE_FANIN, RowBlocks, tree_add, tree_sum
+from .resources import (
+    available_memory,
+    available_threads,
+    cluster_memory,
+    describe_scheduler,
+    task_memory_budget,
+    task_sized_blocks,
+)
+from .rowhash import row_hash, row_uniform
+from .scratch import (
+    OWNER_FILE,
+    Leftover,
+    claim_folder,
+    find_leftovers,
+    make_temporary_folder,
+    mark_owner,
+    read_owner,
+    remove_leftover,
+    sweep_stale,
+    temporary_folder,
+)
+
+__all__ = [
+    "RowBlocks", "TREE_FANIN", "tree_add", "tree_sum",
+    "as_row_blocks", "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result", "is_dask_array",
+    "is_dask_collection", "check_dask_X", "compute", "TaskFootprint", "NoWorkersError", "WorkerMemoryError",
+    "active_client", "available_threads", "cluster_memory", "task_memory_budget", "task_sized_blocks",
+    "available_memory", "describe_scheduler", "row_uniform", "row_hash",
+    "OWNER_FILE", "Leftover", "claim_folder", "find_leftovers", "make_temporary_folder", "mark_owner", "read_owner",
+    "remove_leftover", "sweep_stale", "temporary_folder",
+]

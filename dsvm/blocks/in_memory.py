@@ -1,0 +1,120 @@
+"""Row blocks held in this process (:class:`InMemoryBlocks`); block functions run in a thread pool."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..blas import single_threaded_blas
+from .interface import RowBlocks, tree_sum
+
+__all__ = ["InMemoryBlocks"]
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _thread_pool():
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="dsvm-block")
+        return _POOL
+
+
+def _run_blocks(calls: list[Callable[[], Any]]) -> list[Any]:
+    """Run block calls in parallel threads (BLAS single-threaded), results in order."""
+    with single_threaded_blas():
+        if len(calls) == 1 or (os.cpu_count() or 1) == 1 or threading.current_thread().name.startswith("dsvm-block"):
+            return [call() for call in calls]
+        futures = [_thread_pool().submit(call) for call in calls]
+        return [f.result() for f in futures]
+
+
+class InMemoryBlocks(RowBlocks):
+    """Row blocks held in this process; block functions run in a small thread pool."""
+
+    def __init__(self, blocks: Sequence[Any]):
+        self.blocks = list(blocks)
+        self.chunks = tuple(int(b.shape[0]) for b in self.blocks)
+
+    @classmethod
+    def from_array(cls, X, block_rows: int, min_blocks: int | None = None, min_rows: int = 4096) -> "InMemoryBlocks":
+        """Split ``X`` into blocks of at most ``block_rows`` rows, and into at least
+        ``min_blocks`` (default: two per core) when that leaves ``min_rows`` per block."""
+        n = X.shape[0]
+        if min_blocks is None:
+            min_blocks = 2 * (os.cpu_count() or 1)
+        block_rows = max(1, min(int(block_rows), max(min_rows, -(-n // max(1, min_blocks)))))
+        if sp.issparse(X):
+            X = X.tocsr()
+        starts = range(0, max(n, 1), block_rows)
+        return cls([X[s : s + block_rows] for s in starts] if n else [X])
+
+    def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
+        calls = []
+        for i, block in enumerate(self.blocks):
+            extra = [a.blocks[i] if a is not None else None for a in aligned]
+            calls.append(functools.partial(fn, block, *extra, *shared))
+        return combine(_run_blocks(calls))
+
+    def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
+        calls = []
+        offsets = self.offsets
+        for i, block in enumerate(self.blocks):
+            extra = [a.blocks[i] if a is not None else None for a in aligned]
+            kw = {"offset": int(offsets[i])} if with_offset else {}
+            calls.append(functools.partial(fn, block, *extra, *shared, **kw))
+        return InMemoryBlocks(_run_blocks(calls))
+
+    def take(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        X = self.compute()
+        return X[indices]
+
+    @property
+    def n_cols(self) -> int | None:
+        first = self.blocks[0]
+        return int(first.shape[1]) if first.ndim == 2 else None
+
+    def select_blocks(self, indices, split: int = 1) -> "InMemoryBlocks":
+        split = max(1, int(split))
+        views = []
+        for i in indices:
+            b = self.blocks[i]
+            if split == 1 or b.shape[0] == 0:
+                views.append(b)
+                continue
+            step = -(-b.shape[0] // split)
+            views += [b[a : a + step] for a in range(0, b.shape[0], step)]
+        return InMemoryBlocks(views)
+
+    def compress(self, mask: RowBlocks) -> "InMemoryBlocks":
+        return InMemoryBlocks([b[np.asarray(m, dtype=bool)] for b, m in zip(self.blocks, mask.blocks)])
+
+    def spill(self, path: str) -> "InMemoryBlocks":
+        raise NotImplementedError("in-process row blocks are in memory already; spill() is for Dask blocks")
+
+    def iter_blocks(self, batch: int = 4):
+        yield from self.blocks
+
+    def fold(self, fn, state, aligned=(), shared=(), order=None):
+        with single_threaded_blas():
+            for i in (range(self.n_blocks) if order is None else order):
+                extra = [a.blocks[i] if a is not None else None for a in aligned]
+                state = fn(self.blocks[i], *extra, state, *shared)
+        return state
+
+    def compute(self):
+        if len(self.blocks) == 1:
+            return self.blocks[0]
+        if sp.issparse(self.blocks[0]):
+            return sp.vstack(self.blocks, format="csr")
+        return np.concatenate(self.blocks, axis=0)
