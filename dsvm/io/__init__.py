@@ -8,25 +8,35 @@
 
 The layout on disk is described in :mod:`dsvm.io.layout`; the storage and
 chunking rules in :mod:`dsvm.io.writer`; the LIBSVM dialect accepted in
-:mod:`dsvm.io.libsvm`.
+:mod:`dsvm.io.libsvm`.  Two rules every file dsvm writes follows live here
+too: the safe-replace routine (:mod:`dsvm.io.replace`: private temporaries,
+only dsvm's own outputs replaced) and the ``.npz`` + JSON archive format of
+model and checkpoint files (:mod:`dsvm.io.archive`: no pickle, bounded reads).
 """
 
+from ..exceptions import DiskFullError, InputFileError, InvalidDatasetError, ModelFileError, NotDsvmOutputError
+from .archive import SUPPORTED_VERSION, MemberRules, meta_array, npz_problem, read_meta, read_npz, write_npz
+from .atomic import atomic_target, check_target, dataset_problem
 from .dataset import Dataset, open_dataset
-from .errors import DiskFullError, InputFileError
 from .ingestion import ingest
-from .layout import FORMAT_NAME, FORMAT_VERSION, InvalidDatasetError
+from .layout import FORMAT_NAME, FORMAT_VERSION, to_json_scalar
+from .replace import (
+    TMP_SUFFIX,
+    Staged,
+    check_replaceable,
+    create_exclusive,
+    regular_file_problem,
+    replacing,
+    write_file,
+)
 from .synthetic import make_classification_zarr
 from .writer import write_dataset
 
 __all__ = [
-    "Dataset",
-    "open_dataset",
-    "ingest",
-    "write_dataset",
-    "make_classification_zarr",
-    "InvalidDatasetError",
-    "InputFileError",
-    "DiskFullError",
-    "FORMAT_NAME",
-    "FORMAT_VERSION",
+    "Dataset", "open_dataset", "ingest", "write_dataset", "make_classification_zarr",
+    "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
+    "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
+    "atomic_target", "check_target", "dataset_problem",
+    "replacing", "write_file", "check_replaceable", "create_exclusive", "regular_file_problem", "Staged", "TMP_SUFFIX",
+    "write_npz", "read_npz", "read_meta", "npz_problem", "meta_array", "MemberRules", "SUPPORTED_VERSION",
 ]

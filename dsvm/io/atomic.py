@@ -1,6 +1,6 @@
 """Write a dataset under a temporary name and rename it into place at the end.
 
-:func:`atomic_target` is :func:`dsvm.replace.replacing` for datasets: it
+:func:`atomic_target` is :func:`dsvm.io.replace.replacing` for datasets: it
 yields a private working directory next to the target (``.NAME.XXXX.dsvm-tmp``,
 same file system).  The dataset is written to ``<work>/store`` (scratch files
 go elsewhere in ``<work>``); on success the store is renamed to the target, on
@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..replace import TMP_SUFFIX, check_replaceable, replacing
 from .layout import FORMAT_NAME
+from .replace import TMP_SUFFIX, check_replaceable, replacing
 
 __all__ = ["atomic_target", "check_target", "dataset_problem", "TMP_SUFFIX"]
 
@@ -61,7 +61,7 @@ def dataset_problem(path: str | os.PathLike) -> str | None:
 def check_target(target: str | os.PathLike, overwrite: bool) -> Path:
     """The target as an absolute path, if a dataset may be written there.
 
-    Raises ``FileExistsError`` (:class:`dsvm.replace.NotDsvmOutputError`) if it
+    Raises ``FileExistsError`` (:class:`dsvm.exceptions.NotDsvmOutputError`) if it
     exists and ``overwrite`` is False, or if it is not a dsvm dataset.
     """
     return check_replaceable(target, overwrite, dataset_problem, "dataset")

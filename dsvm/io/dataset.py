@@ -23,8 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import dask
+import dask.array as da
 import numpy as np
 import scipy.sparse as sp
+import zarr
 
 from .layout import (
     INT_LABEL_FILL,
@@ -95,7 +98,6 @@ class Dataset:
 
     def load(self) -> tuple[Any, np.ndarray]:
         """``(X, y)`` in memory: a numpy array or CSR matrix, and the labels."""
-        import dask
 
         X, y = dask.compute(self.X, self.y)
         if self.sparse:
@@ -143,8 +145,6 @@ class ChunkReader:
     def _array(self, key: str):
         arr = self._arrays.get(key)
         if arr is None:
-            import zarr
-
             with self._lock:
                 arr = self._arrays.get(key)
                 if arr is None:
@@ -260,8 +260,6 @@ class ChunkReader:
 
 
 def _open_group(path: str):
-    import zarr
-
     p = Path(path)
     if "://" not in path and not p.exists():
         raise FileNotFoundError(f"no dataset at {path} (the path does not exist)")
@@ -278,7 +276,6 @@ def _member(group, path: str, name: str, kind: str):
         member = group[name]
     except KeyError:
         raise InvalidDatasetError(f"{path}: {kind} {name!r} is missing from the dataset") from None
-    import zarr
 
     want = zarr.Group if kind == "group" else zarr.Array
     if not isinstance(member, want):
@@ -318,7 +315,6 @@ def open_dataset(path: str | Path) -> Dataset:
         If ``path`` is not a dsvm dataset, an array is missing, or shapes
         disagree with the attributes.  Damaged chunks raise it when read.
     """
-    import dask.array as da
 
     # workers open the store by this path, in their own working directory
     path = str(path) if "://" in str(path) else os.path.abspath(path)

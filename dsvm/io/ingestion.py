@@ -28,12 +28,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import dask
 import numpy as np
 
-from ..scratch import claim_folder
+from ..blocks import claim_folder
+from ..exceptions import InputFileError, disk_full_names
 from .atomic import atomic_target, check_target
+from .dataset import open_dataset
 from .delimited import looks_like_header, parse_csv_block, split_header, strip_bom
-from .errors import InputFileError, disk_full_names
 from .libsvm import LineError, line_at, parse_libsvm_block
 from .progress import ProgressBar, compute_tasks
 from .sources import NpySource, RowSource, StagedSource, save_csr_part, save_part
@@ -157,7 +159,6 @@ def _parse_stage(
             with open(path, "rb") as f:
                 skipped = {"error": None, "part": None, "n_lines": f.read(start).count(b"\n"), "n_bytes": start}
             ranges = byte_ranges(size, block_bytes, start)
-            import dask
 
             tasks = [
                 dask.delayed(range_task, pure=False)(path, a, b, str(staging / f"part-{k:06d}"), options)
@@ -449,7 +450,6 @@ def ingest(
     and removes its temporary files.  Text input is staged once on disk in
     that temporary directory (about the size of the stored dataset).
     """
-    from .dataset import open_dataset
 
     started = time.perf_counter()
     if zero_based not in ("auto", True, False):

@@ -1,7 +1,6 @@
 """The on-disk layout of a dsvm dataset: a zarr v3 group.
 
 ::
-
     name.zarr/                    zarr v3 group; attributes below
     ├── y                         (n_samples,) labels, chunks (chunk_rows,)
     └── X                         dense:  (n_samples, n_features) array,
@@ -84,10 +83,15 @@ import json
 import math
 import uuid
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import google_crc32c
 import numpy as np
+import zarr
+from zarr.codecs import BloscCodec, Crc32cCodec
+
+from ..exceptions import InvalidDatasetError
 
 FORMAT_NAME = "dsvm-dataset"
 FORMAT_VERSION = 2
@@ -116,10 +120,6 @@ SEALED_ATTRS = (
 )
 
 
-class InvalidDatasetError(ValueError):
-    """A path is not a readable dsvm dataset, or a chunk of it is corrupted."""
-
-
 def chunk_checksum(index: int, *parts: np.ndarray) -> int:
     """CRC-32C of the chunk index (int64, little-endian) followed by the bytes of ``parts``.
 
@@ -142,7 +142,6 @@ def seal_of(attrs: Mapping[str, Any]) -> int:
 
 def codecs() -> list:
     """Compressor chain of every array: Blosc(zstd level 1, byte shuffle) then a CRC-32C checksum."""
-    from zarr.codecs import BloscCodec, Crc32cCodec
 
     return [BloscCodec(cname="zstd", clevel=1, shuffle="shuffle"), Crc32cCodec()]
 
@@ -187,7 +186,6 @@ def create_layout(
     index_dtype: np.dtype | None = None,
 ) -> None:
     """Create the empty arrays of a dataset in a new zarr group at ``root``."""
-    import zarr
 
     group = zarr.open_group(root, mode="w")
     _create(group, "y", (n_samples,), (chunk_rows,), y_dtype, label_fill(y_dtype))
@@ -207,15 +205,12 @@ def create_layout(
 
 
 def write_attrs(root: str, attrs: Mapping[str, Any]) -> None:
-    import zarr
-
     group = zarr.open_group(root, mode="r+")
     group.attrs.update(dict(attrs))
 
 
 def base_attrs(**fields: Any) -> dict[str, Any]:
     """Attributes common to every dataset, plus ``fields``."""
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         created_by = f"dsvm {version('dsvm')}"

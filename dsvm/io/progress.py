@@ -14,7 +14,13 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = ["ProgressBar", "compute_tasks", "current_client"]
+import dask
+from dask.callbacks import Callback
+from distributed import as_completed
+
+from ..blocks import active_client
+
+__all__ = ["ProgressBar", "compute_tasks"]
 
 
 def _human(n: float, unit: str) -> str:
@@ -97,18 +103,6 @@ class ProgressBar:
         self.close()
 
 
-def current_client():
-    """The current ``distributed.Client``, or ``None``."""
-    try:
-        from distributed import Client
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        return None
-    try:
-        return Client.current(allow_global=True)
-    except ValueError:
-        return None
-
-
 def compute_tasks(
     tasks: Sequence[Any],
     *,
@@ -121,16 +115,13 @@ def compute_tasks(
     ``local=True`` runs them on threads of this process even if a cluster is
     active (for tasks that use in-memory data).
     """
-    import dask
 
     tasks = list(tasks)
     if not tasks:
         return []
     weights = list(weights) if weights is not None else [1.0] * len(tasks)
-    client = None if local else current_client()
+    client = None if local else active_client()
     if client is not None:
-        from distributed import as_completed
-
         futures = client.compute(tasks)
         if bar is not None and bar.enabled:
             index = {f.key: i for i, f in enumerate(futures)}
@@ -140,7 +131,6 @@ def compute_tasks(
     scheduler = "threads" if local else None
     if bar is None or not bar.enabled:
         return list(dask.compute(*tasks, scheduler=scheduler))
-    from dask.callbacks import Callback
 
     by_key = {t.key: w for t, w in zip(tasks, weights)}
 

@@ -17,13 +17,12 @@ system) and moves it into place only when it is complete, so
   checkpoint's metadata, a report folder's marker file, ...).  Anything else,
   a symbolic link included, is refused with :class:`NotDsvmOutputError`
   naming the path and the reason;
-- a full disk ends in :class:`NoSpaceError` naming the target and, where
-  known, the space needed.
+- a full disk ends in :class:`~dsvm.exceptions.DiskFullError` naming the
+  target and, where known, the space needed.
 
 Report folders (a pipeline's ``output``, a CV report) are not replaced but
-written into: dsvm writes only into a new or empty folder, or one holding its
-marker file ``.dsvm-output`` (:func:`claim_output_folder`), and each file in
-it goes through :func:`replacing` too.
+written into (:mod:`dsvm.app.report_files`); each file in them goes through
+:func:`replacing` too.
 """
 
 from __future__ import annotations
@@ -40,49 +39,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..exceptions import DiskFullError, NotDsvmOutputError, disk_full_error, is_disk_full
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["NotDsvmOutputError", "NoSpaceError", "Staged", "replacing", "write_file", "check_replaceable",
-           "create_exclusive", "regular_file_problem", "TMP_SUFFIX", "OUTPUT_MARKER", "check_output_folder",
-           "claim_output_folder", "write_report_file", "save_figure"]
+__all__ = ["NotDsvmOutputError", "Staged", "replacing", "write_file", "check_replaceable", "create_exclusive",
+           "regular_file_problem", "TMP_SUFFIX", "Recogniser"]
 
 TMP_SUFFIX = ".dsvm-tmp"
 # ours(path) -> None when ``path`` is an output dsvm wrote, else why it is not (a short phrase)
 Recogniser = Callable[[Path], "str | None"]
-
-
-class NotDsvmOutputError(FileExistsError):
-    """The target exists and is not an output dsvm wrote (or ``overwrite`` was not given)."""
-
-
-class NoSpaceError(OSError):
-    """The file system ran out of space (or quota) while an output was written."""
-
-    def __init__(self, path: Path, needed: int | None = None):
-        free = _free_bytes(path.parent)
-        need = f"needs about {_size(needed)}, " if needed else ""
-        have = f"{_size(free)} free" if free is not None else "free space unknown"
-        super().__init__(errno.ENOSPC, f"{path}: no space left on the device ({need}{have}); "
-                                       "nothing was replaced")
-        self.filename = str(path)
-
-    def __str__(self) -> str:
-        return self.strerror
-
-
-def _size(n: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if n < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1000
-    return str(n)  # pragma: no cover
-
-
-def _free_bytes(folder: Path) -> int | None:
-    try:
-        return shutil.disk_usage(folder).free
-    except OSError:
-        return None
 
 
 def regular_file_problem(path: Path) -> str | None:
@@ -168,7 +134,7 @@ def replacing(target: str | os.PathLike, *, overwrite: bool, ours: Recogniser, w
     try:
         work = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent))
     except OSError as exc:
-        _raise_for_os_error(exc, path, needed)
+        _raise_for_os_error(exc, path, what, needed)
     try:
         staged = Staged(work, work / "store")
         yield staged
@@ -178,7 +144,7 @@ def replacing(target: str | os.PathLike, *, overwrite: bool, ours: Recogniser, w
         logger.debug("wrote %s", path)
     except OSError as exc:
         shutil.rmtree(work, ignore_errors=True)  # first: the free space reported is what is really left
-        _raise_for_os_error(exc, path, needed)
+        _raise_for_os_error(exc, path, what, needed)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -194,14 +160,10 @@ def _check_parents(path: Path, may_create: bool) -> None:
         raise NotADirectoryError(errno.ENOTDIR, f"{folder} is not a folder", str(path))
 
 
-def _raise_for_os_error(exc: OSError, path: Path, needed: int | None):
-    from .io.errors import DiskFullError  # deferred: dsvm.io imports this module
-
-    if isinstance(exc, (NoSpaceError, DiskFullError)):  # already names what filled up
+def _raise_for_os_error(exc: OSError, path: Path, what: str, needed: int | None):
+    if isinstance(exc, DiskFullError) or not is_disk_full(exc):  # a DiskFullError names what filled up already
         raise exc
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        raise NoSpaceError(path, needed) from exc
-    raise exc
+    raise disk_full_error(exc, path, f"the {what}", needed=needed, hint="nothing was replaced") from exc
 
 
 def _commit(new: Path, path: Path, work: Path) -> None:
@@ -233,70 +195,3 @@ def write_file(target: str | os.PathLike, write: Callable[[BinaryIO], None], *, 
             f.flush()
             os.fsync(f.fileno())
     return Path(target).expanduser().absolute()
-
-
-# --------------------------------------------------------------------------- report folders
-OUTPUT_MARKER = ".dsvm-output"
-MARKER_TEXT = '{"format": "dsvm-output"}\n'
-
-
-def output_folder_problem(folder: str | os.PathLike) -> str | None:
-    """None if dsvm may write into ``folder`` (absent, empty, or holding its marker), else why not."""
-    folder = Path(folder)
-    if not _exists(folder):
-        return None
-    if not folder.is_dir():
-        return "it is not a folder"
-    marker = folder / OUTPUT_MARKER
-    if marker.is_file() and not marker.is_symlink():
-        return None
-    if any(folder.iterdir()):
-        return f"it is not empty and has no {OUTPUT_MARKER} marker"
-    return None
-
-
-def check_output_folder(folder: str | os.PathLike, what: str = "output folder") -> Path:
-    """``folder`` as a path if dsvm may write into it; :class:`NotDsvmOutputError` otherwise."""
-    folder = Path(folder)
-    reason = output_folder_problem(folder)
-    if reason is not None:
-        raise NotDsvmOutputError(f"{folder} is not a dsvm {what} ({reason}); dsvm writes only into new, empty or "
-                                 "its own output folders: choose another output folder or empty this one")
-    return folder
-
-
-def claim_output_folder(folder: str | os.PathLike, what: str = "output folder") -> Path:
-    """Create ``folder`` (or accept an empty or dsvm-written one) and mark it as dsvm's output folder."""
-    folder = check_output_folder(folder, what)
-    folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / OUTPUT_MARKER
-    if not marker.is_file():
-        try:
-            with create_exclusive(marker) as f:
-                f.write(MARKER_TEXT.encode())
-        except FileExistsError:
-            pass
-    return folder
-
-
-def write_report_file(path: str | os.PathLike, content: str | bytes | Callable[[BinaryIO], None]) -> Path:
-    """Write one file of a report folder (text, bytes, or ``content(f)`` for e.g. a figure).
-
-    The folder must be a dsvm output folder (:func:`claim_output_folder`); an
-    existing file of that name is replaced if it is a regular file.
-    """
-    path = Path(path)
-    check_output_folder(path.parent)
-    if callable(content):
-        write = content
-    else:
-        data = content.encode("utf-8") if isinstance(content, str) else content
-
-        def write(f):
-            f.write(data)
-    return write_file(path, write, overwrite=True, ours=regular_file_problem, what="report file")
-
-
-def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> Path:
-    """A matplotlib figure as a PNG file of a report folder (see :func:`write_report_file`)."""
-    return write_report_file(path, lambda f: fig.savefig(f, format="png", **savefig_kwargs))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import InputFileError
+from ..exceptions import InputFileError
 
 __all__ = ["RowSource", "ArraySource", "NpySource", "StagedSource", "Part", "save_part", "label_dtype"]
 

@@ -25,10 +25,13 @@ import logging
 from pathlib import Path
 
 import numpy as np
+from scipy.special import ndtri
+from scipy.stats import chi2
 
-from ..scratch import claim_folder
+from ..blocks import claim_folder
+from ..exceptions import disk_full_names
 from .atomic import atomic_target
-from .errors import disk_full_names
+from .dataset import open_dataset
 from .sources import RowSource
 from .writer import check_dtype, stored_bytes_bound, write_source
 
@@ -48,8 +51,6 @@ class SphereSource(RowSource):
     y_dtype = np.dtype(np.int64)
 
     def __init__(self, n_samples: int, n_features: int, n_informative: int, noise: float, random_state: int):
-        from scipy.stats import chi2
-
         self.n_rows = int(n_samples)
         self.n_features = int(n_features)
         self.n_informative = int(n_informative)
@@ -66,8 +67,6 @@ class SphereSource(RowSource):
         return np.random.Generator(bitgen).random((b - a, width))
 
     def read(self, start: int, stop: int):
-        from scipy.special import ndtri
-
         pieces = []
         r = start
         while r < stop:
@@ -127,7 +126,6 @@ def make_classification_zarr(
     Dataset
         Labels are -1 / +1 (int64), about half of each.
     """
-    from .dataset import open_dataset
 
     dtype = check_dtype(dtype)
     if int(n_samples) != n_samples or n_samples < 1:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import InputFileError
+from ..exceptions import InputFileError
 
 __all__ = [
     "compression",

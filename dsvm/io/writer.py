@@ -29,12 +29,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import dask
+import dask.array as da
 import numpy as np
 import scipy.sparse as sp
+import zarr
 
-from ..scratch import claim_folder
+from .. import config
+from ..blocks import claim_folder, is_dask_array
+from ..exceptions import disk_full_names
 from .atomic import atomic_target
-from .errors import disk_full_names
+from .dataset import open_dataset
 from .layout import (
     INT_LABEL_FILL,
     base_attrs,
@@ -53,15 +58,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["write_dataset", "write_source", "choose_dense", "choose_chunk_rows", "stage_dask_arrays", "stored_bytes_bound"]
 
-DEFAULT_CHUNK_BYTES = 64 * 2**20
-DEFAULT_DENSE_DENSITY = 0.25
 COUNT_BLOCK_ROWS = 1024  # granularity of the non-zero count of dense rows stored sparse
-
-
-def _config(key: str, default):
-    import dask
-
-    return dask.config.get(f"dsvm.io.{key}", default)
 
 
 def check_dtype(dtype) -> np.dtype:
@@ -80,7 +77,7 @@ def choose_dense(sparse_source: bool, nnz: int | None, n_rows: int, n_features: 
     cells = n_rows * n_features
     if cells == 0:
         return True
-    return nnz / cells >= float(_config("dense-density", DEFAULT_DENSE_DENSITY))
+    return nnz / cells >= float(config.get("io.dense-density"))
 
 
 def choose_chunk_rows(
@@ -98,7 +95,7 @@ def choose_chunk_rows(
             raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
         return int(min(int(chunk_rows), max(n_rows, 1)))
     if chunk_bytes is None:
-        chunk_bytes = int(_config("chunk-bytes", DEFAULT_CHUNK_BYTES))
+        chunk_bytes = int(config.get("io.chunk-bytes"))
     if chunk_bytes <= 0:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes!r}")
     itemsize = np.dtype(dtype).itemsize
@@ -148,7 +145,6 @@ def _write_chunk(source: RowSource, root: str, i: int, start: int, stop: int, la
     of its rows with their counts, and the checksums of what it wrote (see
     :func:`dsvm.io.layout.chunk_checksum`).
     """
-    import zarr
 
     X, y = source.read(start, stop)
     m = stop - start
@@ -208,8 +204,6 @@ def _write_chunk(source: RowSource, root: str, i: int, start: int, stop: int, la
 
 
 def _task(fn):
-    import dask
-
     return dask.delayed(fn, pure=False)
 
 
@@ -226,7 +220,6 @@ def write_source(
     label: str = "write",
 ) -> dict[str, Any]:
     """Write all rows of ``source`` as a new dataset group at ``root``; returns its attributes."""
-    import dask
 
     dtype = check_dtype(dtype)
     n, p = source.n_rows, source.n_features
@@ -343,7 +336,6 @@ def _stage_block(X, y, prefix: str, dtype: str) -> Part:
 
 def stage_dask_arrays(X, y, staging: Path, dtype, progress: bool = False) -> StagedSource:
     """Compute the blocks of Dask ``X`` (and ``y``) into staging parts, in parallel."""
-    import dask.array as da
 
     if X.ndim != 2 or math.isnan(X.shape[1]):
         raise ValueError(f"X must be 2-dimensional with a known number of columns, got shape {X.shape}")
@@ -371,14 +363,6 @@ def stage_dask_arrays(X, y, staging: Path, dtype, progress: bool = False) -> Sta
     ]
     parts = compute_tasks(tasks, bar=ProgressBar(len(tasks), "stage", unit="blocks", enabled=progress))
     return StagedSource(parts, n_features=int(X.shape[1]), y_dtype=y_dtype)
-
-
-def is_dask_array(x) -> bool:
-    try:
-        import dask.array as da
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(x, da.Array)
 
 
 def write_dataset(
@@ -425,7 +409,6 @@ def write_dataset(
     -------
     Dataset
     """
-    from .dataset import open_dataset
 
     check_dtype(dtype)
     extra = {"source": source or "<array>", "source_format": "array"}
@@ -433,8 +416,6 @@ def write_dataset(
     with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
         claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         if is_dask_array(X) or is_dask_array(y):
-            import dask.array as da
-
             Xd = X if is_dask_array(X) else da.from_array(X, chunks=(max(1, X.shape[0]), X.shape[1]))
             rows_source: RowSource = stage_dask_arrays(Xd, y, work / "staging", dtype, progress)
         else:

@@ -254,7 +254,7 @@ def test_raised_sparse_width_is_refused(tmp_path):
 def test_dataset_replaced_during_a_fit_is_detected(tmp_path, monkeypatch):
     """``ingest(..., overwrite=True)`` onto the dataset a fit reads, at Newton iteration 2."""
     import dsvm
-    from dsvm.operator import SquaredHingeOperator
+    from dsvm.problems import SquaredHingeOperator
 
     from helpers import make_circles_problem
 

@@ -1,4 +1,4 @@
-"""The one routine every output goes through (dsvm.replace): dsvm replaces only what it wrote,
+"""The one routine every output goes through (dsvm.io.replace): dsvm replaces only what it wrote,
 temporaries cannot be hijacked, the old output stays until the new one is complete, a full disk
 is one clear error."""
 
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import dsvm
-from dsvm import replace
-from dsvm.model_io import load_model, save_model
-from dsvm.predict_io import write_predictions
+from dsvm import load_model, save_model
+from dsvm.app import predictions, report_files
+from dsvm.app.predictions import write_predictions
+from dsvm.io import replace
 
 from helpers import make_circles_problem
 
@@ -36,7 +37,7 @@ def libsvm_file(tmp_path):
 @pytest.fixture
 def dsvm_cli(monkeypatch, capsys):
     """The dsvm command in-process, run in a folder: ``(exit status, stderr)``."""
-    from dsvm.cli import main
+    from dsvm.app.cli import main
 
     def run(*args, cwd: Path):
         monkeypatch.chdir(cwd)
@@ -101,20 +102,20 @@ def test_pipeline_does_not_replace_a_user_folder_in_its_output(tmp_path, libsvm_
 def test_a_dsvm_output_folder_still_keeps_a_user_folder_at_a_dataset_path(tmp_path, libsvm_file, dsvm_cli):
     proj = tmp_path / "proj"
     user = _user_folder(proj / "data" / "train.zarr")
-    (proj / replace.OUTPUT_MARKER).write_text(replace.MARKER_TEXT)
+    (proj / report_files.OUTPUT_MARKER).write_text(report_files.MARKER_TEXT)
     line = _one_line_error(dsvm_cli("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
     assert f"{user} exists and is not a dataset written by dsvm" in line
     assert (user / "README").read_text() == "precious\n"
 
 
 def test_pipeline_reruns_into_its_own_output_folder(tmp_path, libsvm_file, monkeypatch):
-    from dsvm.pipeline import load_pipeline, run_pipeline
+    from dsvm.app.pipeline import load_pipeline, run_pipeline
 
     monkeypatch.chdir(tmp_path)
     for _ in range(2):
         run_pipeline(load_pipeline(_pipeline(tmp_path, libsvm_file)))
     out = tmp_path / "out"
-    assert (out / replace.OUTPUT_MARKER).is_file() and load_model(out / "model.npz").n_features_in_ == 3
+    assert (out / report_files.OUTPUT_MARKER).is_file() and load_model(out / "model.npz").n_features_in_ == 3
     assert not [p for p in out.rglob("*") if p.name.endswith(replace.TMP_SUFFIX)]
 
 
@@ -165,8 +166,8 @@ def test_save_model_replaces_only_a_model_file(tmp_path, model):
 
 
 def _checkpoint_file(path: Path) -> Path:
-    from dsvm.checkpoint import FORMAT
-    from dsvm.npz_files import meta_array
+    from dsvm.svm.checkpoint import FORMAT
+    from dsvm.io import meta_array
 
     np.savez(path, __meta__=meta_array({"format": FORMAT, "format_version": 1}))
     return path
@@ -175,7 +176,7 @@ def _checkpoint_file(path: Path) -> Path:
 # --------------------------------------------------------------------------- temporaries
 
 def _writers(clf, X):
-    from dsvm.checkpoint import Checkpoint
+    from dsvm.svm.checkpoint import Checkpoint
 
     def checkpoint(path):
         ck = Checkpoint(path, {"n_components": 20}, np.zeros(3))
@@ -257,7 +258,7 @@ def fill_disk_after(monkeypatch, room: int = 100) -> None:
         return _FullDisk(real(path), room)
 
     monkeypatch.setattr(replace, "create_exclusive", create)
-    monkeypatch.setattr(dsvm.predict_io, "create_exclusive", create)
+    monkeypatch.setattr(predictions, "create_exclusive", create)
 
 
 @pytest.mark.parametrize("kind", ["model", "checkpoint", "predictions-csv", "predictions-npy"])
@@ -270,7 +271,7 @@ def test_disk_full_names_the_path_and_keeps_the_old_file(tmp_path, model, monkey
         save_model(clf, path)
         old = path.read_bytes()
     fill_disk_after(monkeypatch)
-    with pytest.raises(replace.NoSpaceError) as info:
+    with pytest.raises(dsvm.DiskFullError) as info:
         _writers(clf, X)[kind](target) if kind != "model" else save_model(clf, path, overwrite=True)
     message = str(info.value)
     assert message.startswith(f"{path}: no space left on the device") and "\n" not in message

@@ -1,0 +1,103 @@
+"""Report folders and the files in them: Markdown, JSON, CSV and PNG figures.
+
+Report folders (a pipeline's ``output``, a CV report) are not replaced but
+written into: dsvm writes only into a new or empty folder, or one holding its
+marker file ``.dsvm-output`` (:func:`claim_output_folder`), and each file in
+it goes through the safe-replace routine (:func:`dsvm.io.write_file`).
+Figures need matplotlib, an optional dependency: :func:`pyplot` returns it
+(Agg backend) or None with a warning, and the report is written without them.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from ..exceptions import NotDsvmOutputError
+from ..io import create_exclusive, regular_file_problem, write_file
+
+__all__ = ["OUTPUT_MARKER", "output_folder_problem", "check_output_folder", "claim_output_folder",
+           "write_report_file", "save_figure", "pyplot"]
+
+OUTPUT_MARKER = ".dsvm-output"
+MARKER_TEXT = '{"format": "dsvm-output"}\n'
+
+
+def output_folder_problem(folder: str | os.PathLike) -> str | None:
+    """None if dsvm may write into ``folder`` (absent, empty, or holding its marker), else why not."""
+    folder = Path(folder)
+    if not (folder.exists() or folder.is_symlink()):
+        return None
+    if not folder.is_dir():
+        return "it is not a folder"
+    marker = folder / OUTPUT_MARKER
+    if marker.is_file() and not marker.is_symlink():
+        return None
+    if any(folder.iterdir()):
+        return f"it is not empty and has no {OUTPUT_MARKER} marker"
+    return None
+
+
+def check_output_folder(folder: str | os.PathLike, what: str = "output folder") -> Path:
+    """``folder`` as a path if dsvm may write into it; :class:`NotDsvmOutputError` otherwise."""
+    folder = Path(folder)
+    reason = output_folder_problem(folder)
+    if reason is not None:
+        raise NotDsvmOutputError(f"{folder} is not a dsvm {what} ({reason}); dsvm writes only into new, empty or "
+                                 "its own output folders: choose another output folder or empty this one")
+    return folder
+
+
+def claim_output_folder(folder: str | os.PathLike, what: str = "output folder") -> Path:
+    """Create ``folder`` (or accept an empty or dsvm-written one) and mark it as dsvm's output folder."""
+    folder = check_output_folder(folder, what)
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / OUTPUT_MARKER
+    if not marker.is_file():
+        try:
+            with create_exclusive(marker) as f:
+                f.write(MARKER_TEXT.encode())
+        except FileExistsError:
+            pass
+    return folder
+
+
+def write_report_file(path: str | os.PathLike, content: str | bytes | Callable[[BinaryIO], None]) -> Path:
+    """Write one file of a report folder (text, bytes, or ``content(f)`` for e.g. a figure).
+
+    The folder must be a dsvm output folder (:func:`claim_output_folder`); an
+    existing file of that name is replaced if it is a regular file.
+    """
+    path = Path(path)
+    check_output_folder(path.parent)
+    if callable(content):
+        write = content
+    else:
+        data = content.encode("utf-8") if isinstance(content, str) else content
+
+        def write(f):
+            f.write(data)
+    return write_file(path, write, overwrite=True, ours=regular_file_problem, what="report file")
+
+
+def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> Path:
+    """A matplotlib figure as a PNG file of a report folder (see :func:`write_report_file`)."""
+    return write_report_file(path, lambda f: fig.savefig(f, format="png", **savefig_kwargs))
+
+
+def pyplot(what: str = "the plots"):
+    """``matplotlib.pyplot`` with the non-interactive Agg backend, or None (with a warning naming
+    ``what`` is skipped) when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warnings.warn(f"matplotlib is not installed; skipping {what} (pip install matplotlib)", UserWarning,
+                      stacklevel=3)
+        return None
+    return plt
