@@ -2,7 +2,10 @@
 
 Every function here takes one block of rows (a dense ``numpy`` array or a
 ``scipy.sparse`` CSR matrix) and the landmarks (dense, ``k x p``) and returns a
-dense ``n_block x k`` array.  Nothing here knows about Dask.
+dense ``n_block x k`` array.  Nothing here knows about Dask.  The kernel's
+parameters are checked and ``gamma="scale"`` / ``"auto"`` resolved here too
+(:func:`check_kernel_params`, :func:`resolve_gamma`, :func:`gamma_for`), for
+every estimator alike.
 
 The RBF kernel uses ``||x||² + ||l||² − 2 x·l`` so that the bulk of the work is
 one GEMM.  To keep that expansion accurate in float32, rows and landmarks are
@@ -14,13 +17,20 @@ the block is never densified.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-KERNELS = ("rbf", "poly", "sigmoid", "linear")
+from ..blocks import RowBlocks
+from ..checks import check_positive
+from ..options import GAMMA_STRINGS, KERNELS
+
+__all__ = ["KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
+           "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_matrix",
+           "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,52 @@ def make_kernel_spec(name: str, gamma: float, degree: int = 3, coef0: float = 0.
     if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
         raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
     return KernelSpec(name=name, gamma=float(gamma), degree=int(degree), coef0=float(coef0))
+
+
+def check_kernel_params(kernel: str, gamma) -> None:
+    """``kernel`` one of :data:`KERNELS`; ``gamma`` ``"scale"``, ``"auto"`` or a positive number (ValueError)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel={kernel!r} is not supported; choose one of {KERNELS}")
+    if isinstance(gamma, str):
+        if gamma not in GAMMA_STRINGS:
+            raise ValueError(f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}")
+        return
+    check_positive("gamma", gamma)
+
+
+def resolve_gamma(gamma, n_features: int, variance: Callable[[], float]) -> float:
+    """``gamma`` as a number, as :class:`sklearn.svm.SVC` does.
+
+    ``"scale"`` is ``1 / (n_features · Var X)`` (1.0 if the variance is 0),
+    ``"auto"`` is ``1 / n_features``; a number is returned unchanged.
+    ``variance()`` computes ``Var X`` over all entries (called for ``"scale"`` only).
+    """
+    if isinstance(gamma, str):
+        if gamma == "auto":
+            return 1.0 / n_features
+        if gamma == "scale":
+            var = variance()
+            return 1.0 / (n_features * var) if var > 0 else 1.0
+        raise ValueError(f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}")
+    return check_positive("gamma", gamma)
+
+
+def _moments_block(X_block):
+    if sp.issparse(X_block):
+        data = X_block.data.astype(np.float64)
+        return np.array([data.sum(), (data * data).sum(), float(np.prod(X_block.shape))])
+    Xd = np.asarray(X_block, dtype=np.float64)
+    return np.array([Xd.sum(), (Xd * Xd).sum(), float(Xd.size)])
+
+
+def gamma_for(gamma, X: RowBlocks, n_features: int) -> float:
+    """:func:`resolve_gamma` with ``Var X`` computed block-wise in one pass (the zeros of sparse rows included)."""
+
+    def variance() -> float:
+        s, ss, count = X.map_reduce(_moments_block)
+        return ss / count - (s / count) ** 2
+
+    return resolve_gamma(gamma, n_features, variance)
 
 
 def row_sq_norms(X) -> np.ndarray:

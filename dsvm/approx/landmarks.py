@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 from sklearn.utils.random import sample_without_replacement
 
-from .blockwise import RowBlocks
+from ..blocks import RowBlocks
 from .kernels import KernelSpec, prepare_landmarks, sq_distances
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,15 @@ def first_unique(rows: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     _, first = np.unique(rows, axis=0, return_index=True)
     return np.sort(first)
+
+
+def clip_n_components(k: int, n: int, stacklevel: int = 3) -> int:
+    """``k``, or ``n`` with a ``UserWarning`` when ``k`` is larger than the number of rows ``n``."""
+    if k > n:
+        warnings.warn(f"n_components={k} is larger than the number of rows ({n}); using n_components={n}",
+                      UserWarning, stacklevel=stacklevel)
+        return n
+    return k
 
 
 PERMUTE_MAX_ROWS = 1 << 22  # up to here the index stream is one permutation (8 bytes a row)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._blas import blas_for_order
+from ..blas import blas_for_order
 from .kernels import KernelSpec, PreparedLandmarks, kernel_block, kernel_matrix, prepare_landmarks
 
 logger = logging.getLogger(__name__)

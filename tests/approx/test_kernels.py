@@ -3,7 +3,17 @@ import pytest
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kernel, sigmoid_kernel
 
-from dsvm.kernels import kernel_block, kernel_matrix, make_kernel_spec, prepare_landmarks, row_sq_norms
+from dsvm.approx import (
+    check_kernel_params,
+    gamma_for,
+    kernel_block,
+    kernel_matrix,
+    make_kernel_spec,
+    prepare_landmarks,
+    resolve_gamma,
+    row_sq_norms,
+)
+from dsvm.blocks import as_row_blocks
 
 ORACLES = {
     "rbf": lambda X, L, s: rbf_kernel(X, L, gamma=s.gamma),
@@ -22,12 +32,12 @@ def _data(seed=0, n=40, p=7, k=9, density=0.4, offset=0.0):
 
 @pytest.fixture(params=["densified", "csr"])
 def sparse_mode(request, monkeypatch):
-    import dsvm.kernels
+    import dsvm.approx.kernels
 
     if request.param == "csr":
-        monkeypatch.setattr(dsvm.kernels, "DENSIFY_MAX_FEATURES", 0)
+        monkeypatch.setattr(dsvm.approx.kernels, "DENSIFY_MAX_FEATURES", 0)
     else:
-        monkeypatch.setattr(dsvm.kernels, "DENSIFY_SLAB_ROWS", 7)  # several slabs
+        monkeypatch.setattr(dsvm.approx.kernels, "DENSIFY_SLAB_ROWS", 7)  # several slabs
     return request.param
 
 
@@ -56,9 +66,9 @@ def test_rbf_float32_is_accurate_far_from_the_origin(sparse, sparse_mode):
 @pytest.fixture
 def sparse_path(monkeypatch):
     """Force the CSR code path (normally taken for more than 1024 features)."""
-    import dsvm.kernels
+    import dsvm.approx.kernels
 
-    monkeypatch.setattr(dsvm.kernels, "DENSIFY_MAX_FEATURES", 0)
+    monkeypatch.setattr(dsvm.approx.kernels, "DENSIFY_MAX_FEATURES", 0)
 
 
 def test_sparse_block_is_not_densified(monkeypatch, sparse_path):
@@ -101,3 +111,36 @@ def test_kernel_matrix_symmetric_rbf():
 def test_bad_kernel_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_kernel_spec(**kwargs)
+
+
+# ---------------------------------------------------------------- kernel parameters
+def test_gamma_scale_and_auto_as_scikit_learn_computes_them():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 6)) * (rng.random((300, 6)) < 0.5)
+    for data in (X, sp.csr_matrix(X)):
+        blocks = as_row_blocks(data, 64, min_blocks=1)
+        var = float(np.var(X))  # SVC's rule: the variance of all entries, zeros of sparse rows included
+        np.testing.assert_allclose(gamma_for("scale", blocks, 6), 1.0 / (6 * var), rtol=1e-12)
+        assert gamma_for("auto", blocks, 6) == 1.0 / 6
+        assert gamma_for(0.25, blocks, 6) == 0.25
+    assert resolve_gamma("scale", 4, lambda: 0.0) == 1.0  # constant data
+
+
+def test_gamma_variance_is_computed_only_for_scale():
+    def boom():
+        raise AssertionError("Var X computed for a gamma that does not need it")
+
+    assert resolve_gamma("auto", 5, boom) == 0.2 and resolve_gamma(3, 5, boom) == 3.0
+
+
+@pytest.mark.parametrize(("kernel", "gamma", "message"), [
+    ("laplacian", "scale", "kernel='laplacian' is not supported"),
+    ("rbf", "large", "gamma must be 'scale', 'auto' or a positive number"),
+    ("rbf", 0.0, "gamma must be positive"),
+    ("rbf", float("nan"), "gamma must be a finite number"),
+])
+def test_bad_kernel_parameters_are_named(kernel, gamma, message):
+    with pytest.raises(ValueError, match=message):
+        check_kernel_params(kernel, gamma)
+    for ok in ("scale", "auto", 0.5, 2):
+        check_kernel_params("rbf", ok)

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dsvm.blockwise import as_row_blocks
-from dsvm.landmarks import kmeans_landmarks, select_landmarks, uniform_landmarks
+from dsvm.approx import clip_n_components, kmeans_landmarks, select_landmarks, uniform_landmarks
+from dsvm.blocks import as_row_blocks
 
 
 def _data(n=400, p=5, seed=0, dup=True):
@@ -35,7 +35,7 @@ def test_landmarks_are_distinct_rows(method):
 
 @pytest.mark.parametrize("permute_max_rows", [1 << 22, 10])  # one permutation / batched draws
 def test_uniform_landmarks_are_nested_in_k(monkeypatch, permute_max_rows):
-    import dsvm.landmarks as landmarks
+    import dsvm.approx.landmarks as landmarks
 
     monkeypatch.setattr(landmarks, "PERMUTE_MAX_ROWS", permute_max_rows)
     X = as_row_blocks(_data(n=3000, p=7, dup=True), 500)  # repeated rows: some draws are skipped
@@ -138,3 +138,13 @@ def test_active_landmarks_same_on_numpy_and_dask():
     b = _active_fit(da.from_array(X, chunks=(200, -1)), da.from_array(y, chunks=200), dtype="float64")
     np.testing.assert_array_equal(a.component_indices_, b.component_indices_)
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
+
+
+def test_clip_n_components_warns_only_when_k_exceeds_the_rows():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert clip_n_components(50, 50) == 50
+    with pytest.warns(UserWarning, match=r"n_components=80 is larger than the number of rows \(50\); using n_components=50"):
+        assert clip_n_components(80, 50) == 50

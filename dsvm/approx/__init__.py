@@ -1,0 +1,43 @@
+"""The kernel approximation: kernel blocks, landmark selection and the Nyström map ``F = K(X, L) · M``.
+
+Pure numpy on row blocks; passes over the data go through :mod:`dsvm.blocks`.
+"""
+
+from .kernel_columns import KernelColumnsMap, ProjectedMap
+from .kernels import (
+    DENSIFY_MAX_FEATURES,
+    DENSIFY_SLAB_ROWS,
+    KERNELS,
+    KernelSpec,
+    PreparedLandmarks,
+    check_kernel_params,
+    gamma_for,
+    kernel_block,
+    kernel_matrix,
+    make_kernel_spec,
+    prepare_landmarks,
+    resolve_gamma,
+    row_sq_norms,
+    sq_distances,
+)
+from .landmarks import (
+    LANDMARK_METHODS,
+    Landmarks,
+    clip_n_components,
+    dense_rows,
+    first_unique,
+    kmeans_landmarks,
+    select_landmarks,
+    uniform_landmarks,
+)
+from .nystroem import DEFAULT_EIG_RTOL, FeatureMap, default_eig_rtol, fit_feature_map, nystroem_normalization
+
+__all__ = [
+    "KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
+    "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_matrix",
+    "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS",
+    "LANDMARK_METHODS", "Landmarks", "dense_rows", "first_unique", "clip_n_components", "uniform_landmarks",
+    "kmeans_landmarks", "select_landmarks",
+    "DEFAULT_EIG_RTOL", "default_eig_rtol", "nystroem_normalization", "FeatureMap", "fit_feature_map",
+    "KernelColumnsMap", "ProjectedMap",
+]
