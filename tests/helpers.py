@@ -74,3 +74,55 @@ class KillOnIteration(logging.Handler):
         if not self.fired and self.marker in record.getMessage():
             self.fired = True
             self.action()
+
+
+# ---------------------------------------------------------------- dense oracles
+def feature_blocks(X, fmap, *, check_finite: bool = True, store: str = "memory"):
+    """The feature blocks of ``X`` kept in memory (``store="memory"``) or recomputed every pass."""
+    from dsvm.problems import FeatureStore
+
+    if store not in ("memory", "recompute"):
+        raise ValueError("feature_blocks() keeps features in memory or recomputes them; use FeatureStore for zarr")
+    return FeatureStore(X, fmap, store, check_finite=check_finite).features
+
+
+def sqhinge_objective_dense(F: np.ndarray, y: np.ndarray, c: np.ndarray, w: np.ndarray, b: float) -> float:
+    """Primal squared-hinge objective in float64 (dense; y in ±1)."""
+    m = np.asarray(F, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + b
+    r = np.maximum(0.0, 1.0 - y * m)
+    return 0.5 * float(np.dot(w, w)) + float(np.dot(c, r * r))
+
+
+def sqeps_objective_dense(F: np.ndarray, y: np.ndarray, c: np.ndarray, w: np.ndarray, b: float, epsilon: float) -> float:
+    """Primal squared ε-insensitive objective in float64 (dense)."""
+    m = np.asarray(F, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + b
+    r = np.maximum(0.0, np.abs(m - y) - epsilon)
+    return 0.5 * float(np.dot(w, w)) + float(np.dot(c, r * r))
+
+
+def dense_pass_reference(F, y_pm, c, x):
+    """Loss, gradient, generalized Hessian (loss part, times 2) and active set at ``x = (w, b)``, dense float64."""
+    Ft = np.hstack([F, np.ones((F.shape[0], 1))])
+    m = Ft @ x
+    r = np.maximum(0.0, 1.0 - y_pm * m)
+    active = r > 0
+    loss = float(np.dot(c, r * r))
+    grad = -2.0 * Ft.T @ (c * y_pm * r)
+    H = 2.0 * (Ft[active] * c[active, None]).T @ Ft[active]
+    return loss, grad, H, active
+
+
+def lbfgs_sqhinge_optimum(F, y_pm, c, fit_intercept: bool = True) -> float:
+    """Minimum of the dense float64 squared-hinge objective with per-row costs ``c`` by L-BFGS (an oracle
+    independent of dsvm's solvers); without an intercept the bias stays 0."""
+    from scipy.optimize import minimize
+
+    def fun(x):
+        w, b = x[:-1], (x[-1] if fit_intercept else 0.0)
+        r = np.maximum(0.0, 1.0 - y_pm * (F @ w + b))
+        s = -2.0 * c * y_pm * r
+        return 0.5 * w @ w + c @ (r * r), np.concatenate([w + F.T @ s, [s.sum() if fit_intercept else 0.0]])
+
+    res = minimize(fun, np.zeros(F.shape[1] + 1), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 50_000, "ftol": 1e-16, "gtol": 1e-11, "maxcor": 50})
+    return res.fun

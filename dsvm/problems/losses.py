@@ -15,7 +15,7 @@ with ρ_i > 0 form the active set A; the generalized Hessian of the loss is
 
 Every function below sees one block of feature rows ``F`` (float32 or
 float64) and returns *sums over rows*, so the results of all blocks are
-simply added (see :func:`dsvm.blockwise.tree_sum`).  Vectors ``x`` are float64
+simply added (see :func:`dsvm.blocks.tree_sum`).  Vectors ``x`` are float64
 with the bias last.  Products ``Fᵀ v`` are taken over slabs of
 :data:`SLAB_ROWS` rows whose float32 partial sums are accumulated in float64,
 so that the gradient keeps about float64-slab accuracy without ever copying
@@ -63,8 +63,7 @@ def tdot(F: np.ndarray, v: np.ndarray) -> np.ndarray:
 @functools.lru_cache(maxsize=2)
 def _triangle_positions(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Flat positions in an ``n x n`` C-ordered matrix of its upper triangle (row by row) and of the
-    mirrored lower entries; cached because every pass of a solve packs matrices of the same size
-    (recomputing them took ~5 % of a CV search on a9a)."""
+    mirrored lower entries; cached because every pass of a solve packs matrices of the same size."""
     rows, cols = np.triu_indices(n)
     dtype = np.int32 if n * n < 2**31 else np.int64
     upper, lower = (rows * n + cols).astype(dtype), (cols * n + rows).astype(dtype)
@@ -103,10 +102,8 @@ class _GramSum:
     for the rows added and one for the rows removed, so an update by a
     handful of rows that entered or left the active set costs a small
     product per block, not two ``(r+1)²`` float64 temporaries per slab.  Two
-    SYRKs do half the flops of one signed GEMM (measured on one thread, 3,860
-    rows at k = 993: 36 ms as a SYRK, 69 ms as the signed GEMM, not counting
-    its scaled copy of the rows).  Batches after the first are accumulated in
-    float64.
+    SYRKs do half the flops of one signed GEMM (which would also need a scaled
+    copy of the rows).  Batches after the first are accumulated in float64.
     """
 
     def __init__(self, r: int, dtype):
@@ -196,9 +193,8 @@ class MarginCache:
     store per problem); keyed by the block object itself, so a block that is
     not the one cached is never served another's margins.  Values are the
     same floats a recomputation gives: one cached product is a slab-by-slab
-    copy of the product the pass would make.  Measured on Table 3's one-thread
-    solves (``benchmarks/bench_solve_passes.py``): 1.10–1.18× faster on a9a,
-    w8a and ijcnn1; no change on the small sets, where ``F`` stays in cache.
+    copy of the product the pass would make.  It pays where ``F`` does not fit
+    in the CPU cache (``benchmarks/bench_solve_passes.py`` measures it).
     """
 
     KEEP = 2  # the current point and the trial point
@@ -224,6 +220,17 @@ class MarginCache:
         kept = {k: m for k, m in self.known.items() if k not in margins}
         kept.update((k, m) for k, m in margins.items() if k is not None and m is not None)
         self.store[id(self.F)] = (self.F, dict(list(kept.items())[-self.KEEP:]))
+
+
+def _slab_margins(Fs, sl, w, w_zero, bias, known, new):
+    """Margins ``Fs w + bias`` of one slab: from the cache, the bias alone at ``w = 0``, or a GEMV
+    (stored into ``new`` when the cache keeps them)."""
+    if known is not None:
+        return known[sl]
+    m = np.full(Fs.shape[0], bias) if w_zero else (Fs @ w).astype(np.float64) + bias
+    if new is not None:
+        new[sl] = m
+    return m
 
 
 def _fused_pass(F, c, params, residual, residual_grid):
@@ -256,12 +263,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
     for s in range(0, n, SLAB_ROWS):
         sl = slice(s, min(s + SLAB_ROWS, n))
         Fs, cs = F[sl], c[sl]
-        if known1 is not None:
-            m1 = known1[sl]
-        else:
-            m1 = np.full(Fs.shape[0], x1[-1]) if w1_zero else (Fs @ w1).astype(np.float64) + x1[-1]
-            if new1 is not None:
-                new1[sl] = m1
+        m1 = _slab_margins(Fs, sl, w1, w1_zero, x1[-1], known1, new1)
         rho1, slope1 = residual(m1, sl)
         active = (rho1 > 0.0) & (cs > 0.0)  # rows of zero cost (held-out folds) are never active
         loss += float(np.dot(cs, rho1 * rho1))
@@ -270,12 +272,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
         grad[-1] += float(g.sum())
         n_active += int(active.sum())
         if need0:
-            if known0 is not None:
-                m0 = known0[sl]
-            else:
-                m0 = np.full(Fs.shape[0], x0[-1]) if w0_zero else (Fs @ w0).astype(np.float64) + x0[-1]
-                if new0 is not None:
-                    new0[sl] = m0
+            m0 = _slab_margins(Fs, sl, w0, w0_zero, x0[-1], known0, new0)
             before = (residual(m0, sl)[0] > 0.0) & (cs > 0.0)
             n_changed += int(np.count_nonzero(active != before))
         if t_grid.size:
@@ -404,21 +401,3 @@ def sqeps_hvp(F, y, sample_weight, params):
     c = _svr_costs(y, sample_weight, params)
     active = (_eps_residual(margins(F, params["x"]), y, float(params["epsilon"]))[0] > 0.0) & (c > 0.0)
     return _active_hvp(F, c, active, params["V"])
-
-
-# --------------------------------------------------------------------------
-# Dense references (tests, reports)
-
-
-def sqhinge_objective_dense(F: np.ndarray, y: np.ndarray, c: np.ndarray, w: np.ndarray, b: float) -> float:
-    """Primal squared-hinge objective in float64 (dense; y in ±1)."""
-    m = np.asarray(F, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + b
-    r = np.maximum(0.0, 1.0 - y * m)
-    return 0.5 * float(np.dot(w, w)) + float(np.dot(c, r * r))
-
-
-def sqeps_objective_dense(F: np.ndarray, y: np.ndarray, c: np.ndarray, w: np.ndarray, b: float, epsilon: float) -> float:
-    """Primal squared ε-insensitive objective in float64 (dense)."""
-    m = np.asarray(F, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + b
-    r = np.maximum(0.0, np.abs(m - y) - epsilon)
-    return 0.5 * float(np.dot(w, w)) + float(np.dot(c, r * r))

@@ -1,32 +1,33 @@
-"""The distributed operator of the solve: the L2-loss SVM over row-blocked features.
+"""The loss operators a solver works on: one L2-loss SVM problem over row-blocked features.
 
 A :class:`SquaredHingeOperator` binds the feature blocks ``F``, the label codes
-and optional sample weights (all aligned :class:`~dsvm.blockwise.RowBlocks`)
-to one binary (one-vs-rest) problem and exposes it to the solvers as plain
-callables on float64 k-vectors:
+and optional sample weights (all aligned :class:`~dsvm.blocks.RowBlocks`)
+to one binary (one-vs-rest) problem and exposes it to the solvers through the
+contract of :mod:`dsvm.solvers.contract`, plain methods on float64 k-vectors:
 
-* :meth:`evaluate` — one fused pass: loss on a batch of step sizes, loss,
-  gradient, active-set size and (optionally) the generalized Hessian ``[F 1]_Aᵀ
-  C [F 1]_A`` or its change since the last point, all in one round trip;
-* :meth:`hess_vec` — generalized Hessian-vector products for CG.
+* :meth:`~LossOperator.evaluate` — one fused pass: loss on a batch of step
+  sizes, loss, gradient, active-set size and (optionally) the generalized
+  Hessian ``[F 1]_Aᵀ C [F 1]_A`` or its change since the last point, all in
+  one round trip;
+* :meth:`~LossOperator.hess_vec` — generalized Hessian-vector products for CG;
+* :meth:`~SquaredHingeOperator.gather` — ``(F, y, c)`` in this process (DCD);
+* :meth:`~SquaredHingeOperator.fold` — a step function run block by block with
+  each block's ±1 labels and row costs (minibatch Pegasos).
 
-Solvers never see Dask; only sums over rows come back (scalars, k-vectors, a
-``k x k`` matrix).
+Every method that reads the rows adds one to ``n_passes``.  Solvers never see
+Dask; only sums over rows come back (scalars, k-vectors, a ``k x k`` matrix).
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
-from contextlib import ExitStack
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
-from ._signals import sigterm_cleanup
-from ._validation import check_finite_block
-from .blockwise import InMemoryBlocks, RowBlocks
-from .io.errors import disk_full_error, is_disk_full
+from ..blocks import RowBlocks, available_memory, row_uniform
 from .losses import (
     hinge_loss_block,
     labels_pm1,
@@ -39,7 +40,6 @@ from .losses import (
     sqhinge_pass,
     unpack_symmetric,
 )
-from .scratch import make_temporary_folder, scratch_base
 
 logger = logging.getLogger(__name__)
 
@@ -55,13 +55,39 @@ class PassResult:
     loss_grid: np.ndarray
     hess: np.ndarray | None
 
+    def scaled(self, factor: float) -> "PassResult":
+        """The pass result for costs multiplied by ``factor`` (loss, gradient and Hessian are linear in C)."""
+        return replace(self, loss=self.loss * factor, grad=self.grad * factor, loss_grid=self.loss_grid * factor,
+                       hess=None if self.hess is None else self.hess * factor)
+
+    def exchanged(self, plus: "PassResult", minus: "PassResult") -> "PassResult":
+        """``self + plus − minus`` of additive pass results: rows added to and removed from a problem.
+
+        The Hessian is kept only when all three have one.
+        """
+        hess = None
+        if self.hess is not None and plus.hess is not None and minus.hess is not None:
+            hess = self.hess + plus.hess - minus.hess
+        return replace(self, loss=self.loss + plus.loss - minus.loss, grad=self.grad + plus.grad - minus.grad,
+                       n_active=self.n_active + plus.n_active - minus.n_active, n_changed=0,
+                       loss_grid=np.zeros(0), hess=hess)
+
 
 class LossOperator:
     """One L2-loss problem on row-blocked features (base of the concrete operators).
 
     Subclasses set ``_pass_fn`` / ``_hvp_fn`` (block functions of
-    :mod:`dsvm.losses`), the aligned row arrays they read and the parameters
-    they share.
+    :mod:`dsvm.problems.losses`), the aligned row arrays they read and the
+    parameters they share.
+
+    Attributes
+    ----------
+    n_passes : int
+        Passes over the rows so far.
+    margin_cache : dict or None
+        Margins of in-process blocks at the last points evaluated
+        (:class:`~dsvm.problems.losses.MarginCache`); None turns caching off
+        (distributed blocks recompute them).
     """
 
     _pass_fn = None
@@ -74,9 +100,21 @@ class LossOperator:
         self.fixed_params = fixed_params
         self.fit_intercept = bool(fit_intercept)
         self.n_passes = 0
-        # margins at the last points, per block, where the blocks live in this process
-        # (dsvm.losses.MarginCache); distributed blocks recompute them
-        self._margin_cache: dict | None = {} if isinstance(features, InMemoryBlocks) else None
+        self.margin_cache: dict | None = None if features.is_distributed else {}
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the problem (held-out rows of zero cost included)."""
+        return self.features.n_rows
+
+    @property
+    def n_blocks(self) -> int:
+        return self.features.n_blocks
+
+    @property
+    def is_distributed(self) -> bool:
+        """True when the passes run on a Dask cluster (a round trip costs more)."""
+        return self.features.is_distributed
 
     def evaluate(self, x0: np.ndarray, x1: np.ndarray, t_grid=(), hessian: str = "none") -> PassResult:
         """Loss, gradient and Hessian data at ``x1``; loss along ``x0 → x1`` at ``t_grid``."""
@@ -89,8 +127,8 @@ class LossOperator:
             # partial Gram matrices are packed only to travel between processes
             "pack": self.features.is_distributed,
         }
-        if self._margin_cache is not None:
-            params.update(margin_cache=self._margin_cache, x0_key=params["x0"].tobytes(),
+        if self.margin_cache is not None:
+            params.update(margin_cache=self.margin_cache, x0_key=params["x0"].tobytes(),
                           x1_key=params["x1"].tobytes())
         out = self.features.map_reduce(type(self)._pass_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
@@ -169,21 +207,22 @@ class SquaredHingeOperator(LossOperator):
         self.n_passes += 1
         return 0.5 * float(x[:-1] @ x[:-1]) + float(loss)
 
+    @property
+    def class_cost(self) -> np.ndarray:
+        """Cost ``C · class_weight`` per class code."""
+        return self.fixed_params["class_cost"]
+
     def gather(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(F, y in ±1, c)`` in this process, for in-memory solvers (LIBLINEAR's DCD).
+        """``(F, y in ±1, c)`` in this process, for in-memory solvers (LIBLINEAR's DCD); one pass.
 
         Raises
         ------
         MemoryError
             If ``F`` would take more than half of this machine's available memory.
         """
-        import psutil
-
-        n, r = self.features.n_rows, None
-        first = self.features.blocks[0] if hasattr(self.features, "blocks") else self.features.array
-        r = first.shape[1]
+        n, r = self.features.n_rows, self.features.n_cols
         need = float(n) * r * 8  # LIBLINEAR works in float64
-        avail = psutil.virtual_memory().available
+        avail = available_memory()
         if need > 0.5 * avail:
             raise MemoryError(
                 f"solver='dcd' needs the {n} x {r} feature matrix in this process's memory as float64 "
@@ -195,7 +234,30 @@ class SquaredHingeOperator(LossOperator):
         sw = None if self.aligned[1] is None else np.asarray(self.aligned[1].compute())
         y = labels_pm1(codes, self.fixed_params["positive"])
         c = row_costs(codes, sw, self.fixed_params["class_cost"])
+        self.n_passes += 1
         return F, y, c
+
+    def fold(self, step: Callable, state: Any, params: Any, order=None) -> Any:
+        """``state = step(F_i, y_i, c_i, state, params)`` for the blocks in ``order`` (default: all, in
+        order), with each block's features, ±1 labels and row costs; one pass, on Dask a chain of tasks."""
+        out = self.features.fold(_labelled_step, state, aligned=self.aligned,
+                                 shared=(self.fixed_params, step, params), order=order)
+        self.n_passes += 1
+        return out
+
+    def max_sample_weight(self) -> float:
+        """The largest sample weight (1.0 without sample weights)."""
+        sw = self.aligned[1]
+        return 1.0 if sw is None else float(sw.map_reduce(_max_block, combine=max))
+
+
+def _labelled_step(F, codes, sample_weight, state, fixed, step, params):
+    return step(F, labels_pm1(codes, fixed["positive"]), row_costs(codes, sample_weight, fixed["class_cost"]),
+                state, params)
+
+
+def _max_block(v):
+    return float(np.max(v)) if len(v) else 0.0
 
 
 class SquaredEpsilonOperator(LossOperator):
@@ -221,12 +283,6 @@ class SquaredEpsilonOperator(LossOperator):
         )
 
 
-def _row_priority(rows: np.ndarray, seed: int) -> np.ndarray:
-    """Pseudo-random priority in [0, 1) of global row indices (same for any chunking)."""
-    h = (rows.astype(np.uint64) + np.uint64(seed % 2**31) * np.uint64(0x9E3779B9)) * np.uint64(2654435761)
-    return (h % np.uint64(2**32)).astype(np.float64) / 2.0**32
-
-
 def _bottom_k(prio: np.ndarray, idx: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if prio.size > k:
         keep = np.argpartition(prio, k - 1)[:k]
@@ -241,7 +297,7 @@ def _active_sample_block(F, rows, *rest):
     active = np.zeros(F.shape[0], dtype=bool)
     for params in params_list:
         active |= active_fn(F, *aligned, params)
-    prio = _row_priority(rows, seed)
+    prio = row_uniform(rows, seed)
     return {"active": _bottom_k(prio[active], rows[active], k), "other": _bottom_k(prio[~active], rows[~active], k),
             "n_active": int(active.sum()), "k": k}
 
@@ -274,143 +330,4 @@ def active_row_sample(ops: list, xs: list[np.ndarray], rows: RowBlocks, k: int, 
     return out["active"][1].astype(np.int64), out["other"][1].astype(np.int64), int(out["n_active"])
 
 
-# ---------------------------------------------------------------------------
-# The feature stage and block-wise prediction
-# ---------------------------------------------------------------------------
-
-FEATURE_STORES = ("auto", "memory", "zarr", "recompute")
-
-
-def _feature_block(X_block, fmap, check_finite, offset=0):
-    if check_finite:
-        check_finite_block(X_block, offset)
-    return fmap.transform_block(X_block)
-
-
-def plan_feature_store(
-    requested: str, X: RowBlocks, n_out: int, n_components: int, itemsize: int, sparse_density: float | None = None
-) -> tuple[str, str]:
-    """Where the feature blocks live during a fit: ``(store, reason)``.
-
-    ``memory``
-        persisted in the (cluster's) memory: when ``F`` takes at most
-        ``dsvm.memory-fraction`` of it;
-    ``zarr``
-        written once to a scratch zarr store and streamed every pass;
-    ``recompute``
-        recomputed from ``X`` every pass: chosen over ``zarr`` when the
-        kernel GEMMs (``2 n k (p + r)`` flops spread over all threads) plus
-        reading ``X`` take less time than reading ``F`` back.
-    """
-    from . import config
-    from .blockwise import cluster_memory
-
-    if requested not in FEATURE_STORES:
-        raise ValueError(f"feature_store={requested!r} is not supported; choose one of {FEATURE_STORES}")
-    if not X.is_distributed:
-        return "memory", "in-memory input"
-    if requested != "auto":
-        return requested, "requested"
-    n = X.n_rows
-    p = X.array.shape[1]
-    f_bytes = float(n) * n_out * itemsize
-    memory, threads = cluster_memory()
-    if f_bytes <= config.get("memory-fraction") * memory:
-        return "memory", f"F = {f_bytes / 2**30:.2f} GiB fits in {memory / 2**30:.2f} GiB of cluster memory"
-    p_eff = p * (sparse_density if sparse_density is not None else 1.0)
-    x_bytes = float(n) * max(p_eff, 1.0) * (12 if sparse_density is not None else itemsize)
-    bandwidth = config.get("disk-bandwidth")
-    read_s = f_bytes / bandwidth
-    recompute_s = 2.0 * n * n_components * (p_eff + n_out) / (config.get("flops-per-thread") * threads) + x_bytes / bandwidth
-    if recompute_s < read_s:
-        return "recompute", f"F = {f_bytes / 2**30:.2f} GiB > memory; recomputing (~{recompute_s:.1f}s/pass) beats reading (~{read_s:.1f}s/pass)"
-    return "zarr", f"F = {f_bytes / 2**30:.2f} GiB > memory; reading from scratch (~{read_s:.1f}s/pass) beats recomputing (~{recompute_s:.1f}s/pass)"
-
-
-class FeatureStore:
-    """The feature blocks ``F = K(X, L) · M`` of one fit, kept as :func:`plan_feature_store` says.
-
-    Use as a context manager: a zarr scratch store is removed on exit, also
-    when the fit fails or the process gets SIGTERM (:mod:`dsvm._signals`).
-    The store is a folder ``dsvm-features-PID-*.zarr`` in ``dsvm.scratch-directory``
-    with an owner marker; stores that killed runs left there are removed when
-    the next one is made (:mod:`dsvm.scratch`).
-
-    Attributes
-    ----------
-    blocks : RowBlocks
-        The feature rows, aligned with ``X``.
-    kind : str
-        ``"memory"``, ``"zarr"`` or ``"recompute"``.
-    """
-
-    def __init__(self, X: RowBlocks, fmap, store: str = "auto", check_finite: bool = True, sparse_density=None):
-        self.kind, reason = plan_feature_store(
-            store, X, fmap.n_output, fmap.n_components, np.dtype(fmap.dtype).itemsize, sparse_density
-        )
-        logger.info("feature store: %s (%s)", self.kind, reason)
-        self.scratch: str | None = None
-        self._exit = ExitStack()
-        lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=(fmap, check_finite), with_offset=True)
-        if self.kind == "memory":
-            self.blocks = lazy.persist()
-        elif self.kind == "zarr":
-            self._exit.enter_context(sigterm_cleanup())
-            try:
-                self.scratch = _scratch_directory()
-                self.blocks = lazy.spill_to_zarr(self.scratch)
-            except BaseException as exc:
-                base = self.scratch or scratch_base()
-                self.close()
-                if is_disk_full(exc):
-                    f_bytes = float(X.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
-                    raise disk_full_error(
-                        exc, base, "the scratch feature store", needed=f_bytes,
-                        hint="set dsvm.scratch-directory (DASK_DSVM__SCRATCH_DIRECTORY) to a disk with room, or "
-                             "use feature_store='recompute'",
-                    ) from None
-                raise
-        else:
-            self.blocks = lazy
-
-    def close(self) -> None:
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            logger.info("feature store: removed scratch %s", self.scratch)
-            self.scratch = None
-        self._exit.close()
-
-    def __enter__(self) -> "FeatureStore":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def _scratch_directory() -> str:
-    return str(make_temporary_folder(scratch_base(), "features", suffix=".zarr"))
-
-
-def feature_blocks(X: RowBlocks, fmap, *, check_finite: bool = True, store: str = "memory") -> RowBlocks:
-    """Feature blocks kept in memory (``store="memory"``) or recomputed each pass.
-
-    For the spilling policy use :class:`FeatureStore`.
-    """
-    if store not in ("memory", "recompute"):
-        raise ValueError("feature_blocks() keeps features in memory or recomputes them; use FeatureStore for zarr")
-    F = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=(fmap, check_finite), with_offset=True)
-    return F.persist() if store == "memory" else F
-
-
-def _decision_block(X_block, fmap, coef, intercept, check_finite, offset=0):
-    if check_finite:
-        check_finite_block(X_block, offset)
-    F = fmap.transform_block(X_block)
-    return (F @ coef.T.astype(F.dtype)).astype(np.float64) + intercept
-
-
-def decision_blocks(X: RowBlocks, fmap, coef: np.ndarray, intercept: np.ndarray, check_finite: bool = True) -> RowBlocks:
-    """Decision values ``F(X) coefᵀ + intercept`` block by block, shape (n, n_problems)."""
-    return X.map_blocks(
-        _decision_block, coef.shape[0], np.float64, shared=(fmap, coef, intercept, check_finite), with_offset=True
-    )
+__all__ = ["PassResult", "LossOperator", "SquaredHingeOperator", "SquaredEpsilonOperator", "active_row_sample"]

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dsvm._validation import encode_labels
-from dsvm.blockwise import aligned_vector, as_row_blocks
-from dsvm.kernels import make_kernel_spec
-from dsvm.nystroem import fit_feature_map
-from dsvm.operator import SquaredHingeOperator, feature_blocks
+from dsvm.approx import fit_feature_map, make_kernel_spec
+from dsvm.blocks import aligned_vector, as_row_blocks
+from dsvm.problems import SquaredHingeOperator
+from dsvm.svm import encode_labels
+from helpers import dense_pass_reference, feature_blocks
 
 N, P, K = 23, 4, 6
 CHUNKINGS = [1, 5, (3, 10, 1, 9), N]
@@ -32,20 +32,9 @@ def _dask_x(X, chunks):
     return Xd
 
 
-def _dense_reference(F, y_pm, c, x):
-    Ft = np.hstack([F, np.ones((F.shape[0], 1))])
-    m = Ft @ x
-    r = np.maximum(0.0, 1.0 - y_pm * m)
-    active = r > 0
-    loss = float(np.dot(c, r * r))
-    grad = -2.0 * Ft.T @ (c * y_pm * r)
-    H = 2.0 * (Ft[active] * c[active, None]).T @ Ft[active]
-    return loss, grad, H, active
-
-
 def _operator(X, y, sw, fmap, chunks, positive):
     rb = as_row_blocks(_dask_x(X, chunks), 0)
-    classes, codes = encode_labels(da.from_array(y, chunks=(rb.array.chunks[0],)), rb)
+    classes, codes = encode_labels(da.from_array(y, chunks=(rb.chunks,)), rb)
     F = feature_blocks(rb, fmap)
     class_cost = np.array([1.5, 2.0, 0.5])
     op = SquaredHingeOperator(F, codes.persist(), positive, class_cost, aligned_vector(sw, rb).persist())
@@ -62,7 +51,7 @@ def test_gradient_and_hessian_vector_product_match_dense(chunks, sparse):
     rng = np.random.default_rng(1)
     x = rng.normal(size=fmap.n_output + 1) * 0.5
     v = rng.normal(size=fmap.n_output + 1)
-    loss, grad, H, active = _dense_reference(F, y_pm, c, x)
+    loss, grad, H, active = dense_pass_reference(F, y_pm, c, x)
     res = op.evaluate(x, x, (), "full")
     np.testing.assert_allclose(res.loss, loss, rtol=1e-10)
     np.testing.assert_allclose(res.grad, grad, rtol=1e-9, atol=1e-12)
@@ -83,9 +72,9 @@ def test_line_search_grid_and_hessian_update_match_dense(chunks):
     grid = np.array([1.0, 0.5, 0.1, 0.0])
     res = op.evaluate(x0, x1, grid, "delta")
     for t, value in zip(grid, res.loss_grid):
-        np.testing.assert_allclose(value, _dense_reference(F, y_pm, c, x0 + t * (x1 - x0))[0], rtol=1e-10)
-    _, grad1, H1, active1 = _dense_reference(F, y_pm, c, x1)
-    _, _, H0, active0 = _dense_reference(F, y_pm, c, x0)
+        np.testing.assert_allclose(value, dense_pass_reference(F, y_pm, c, x0 + t * (x1 - x0))[0], rtol=1e-10)
+    _, grad1, H1, active1 = dense_pass_reference(F, y_pm, c, x1)
+    _, _, H0, active0 = dense_pass_reference(F, y_pm, c, x0)
     np.testing.assert_allclose(res.grad, grad1, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(res.hess, H1 - H0, rtol=1e-9, atol=1e-10)
     assert res.n_changed == np.sum(active0 != active1)
@@ -93,7 +82,7 @@ def test_line_search_grid_and_hessian_update_match_dense(chunks):
 
 def test_gram_batches_across_slabs_match_dense(monkeypatch):
     """Small slabs: the Gram rows of several slabs are batched, flushed and summed in float64."""
-    import dsvm.losses as losses
+    import dsvm.problems.losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 16)
     X, y, sw, fmap, F = _problem(False, seed=6)
@@ -101,8 +90,8 @@ def test_gram_batches_across_slabs_match_dense(monkeypatch):
     rng = np.random.default_rng(7)
     x0 = rng.normal(size=fmap.n_output + 1) * 0.3
     x1 = x0 + rng.normal(size=fmap.n_output + 1)
-    _, _, H1, active1 = _dense_reference(F, y_pm, c, x1)
-    _, _, H0, active0 = _dense_reference(F, y_pm, c, x0)
+    _, _, H1, active1 = dense_pass_reference(F, y_pm, c, x1)
+    _, _, H0, active0 = dense_pass_reference(F, y_pm, c, x0)
     assert 0 < np.sum(active0 != active1) and active1.sum() > 16
     np.testing.assert_allclose(op.evaluate(x0, x1, (), "full").hess, H1, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(op.evaluate(x0, x1, (), "delta").hess, H1 - H0, rtol=1e-9, atol=1e-10)
@@ -125,7 +114,7 @@ def _numpy_operator(X, y, sw, fmap, block_rows, positive):
 def test_in_process_hessian_update_matches_dense(block_rows, change, monkeypatch):
     """In this process the blocks hand back Gram matrices unpacked; the rows that enter and leave
     the active set are two separate symmetric products (either may be empty)."""
-    import dsvm.losses as losses
+    import dsvm.problems.losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several batches per block
     X, y, sw, fmap, F = _problem(False, seed=8)
@@ -135,8 +124,8 @@ def test_in_process_hessian_update_matches_dense(block_rows, change, monkeypatch
     zero = np.zeros_like(x)  # every row is active at zero
     x0, x1 = {"mixed": (x, rng.normal(size=x.size)), "only_leaving": (zero, x),
               "only_entering": (x, zero)}[change]
-    _, grad1, H1, active1 = _dense_reference(F, y_pm, c, x1)
-    _, _, H0, active0 = _dense_reference(F, y_pm, c, x0)
+    _, grad1, H1, active1 = dense_pass_reference(F, y_pm, c, x1)
+    _, _, H0, active0 = dense_pass_reference(F, y_pm, c, x0)
     entered, left = np.sum(active1 & ~active0), np.sum(active0 & ~active1)
     assert {"mixed": entered > 0 and left > 0, "only_leaving": entered == 0 and left > 0,
             "only_entering": entered > 0 and left == 0}[change]
@@ -152,13 +141,13 @@ def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeyp
     """In this process each block keeps its margins at the last points evaluated: a Newton
     sequence of passes (current point, trial point, a shorter step, the zero point) returns
     exactly what passes that recompute every margin return, and the cached margins are used."""
-    import dsvm.losses as losses
+    import dsvm.problems.losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several slabs per block
     X, y, sw, fmap, F = _problem(False, seed=11)
     cached, y_pm, c = _numpy_operator(X, y, sw, fmap, block_rows, positive=2)
     plain, _, _ = _numpy_operator(X, y, sw, fmap, block_rows, positive=2)
-    plain._margin_cache = None
+    plain.margin_cache = None
     rng = np.random.default_rng(12)
     x = rng.normal(size=fmap.n_output + 1)
     d = rng.normal(size=x.size)
@@ -172,10 +161,10 @@ def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeyp
         np.testing.assert_array_equal(a.loss_grid, b.loss_grid)
         np.testing.assert_array_equal(np.asarray(a.hess), np.asarray(b.hess))
     n_blocks = cached.features.n_blocks
-    assert len(cached._margin_cache) == n_blocks and plain._margin_cache is None
+    assert len(cached.margin_cache) == n_blocks and plain.margin_cache is None
     # each block remembers the last two points, and a pass reads them instead of recomputing:
     # with the remembered margins at x − d spoiled, the loss there comes out wrong
-    for block, kept in cached._margin_cache.values():
+    for block, kept in cached.margin_cache.values():
         assert len(kept) == 2
         kept[(x - d).tobytes()] = kept[(x - d).tobytes()] + 1.0
     assert cached.evaluate(x - d, x - d).loss != plain.evaluate(x - d, x - d).loss
@@ -185,7 +174,7 @@ def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeyp
 def test_margin_cache_is_off_for_dask_blocks():
     X, y, sw, fmap, F = _problem(False, seed=4)
     op_d, _, _ = _operator(X, y, sw, fmap, 7, positive=0)
-    assert op_d._margin_cache is None
+    assert op_d.margin_cache is None
 
 
 def test_numpy_blocks_equal_dask_blocks():
@@ -207,3 +196,66 @@ def test_nan_in_dask_input_is_reported_with_its_row():
     rb = as_row_blocks(_dask_x(X, 5), 0)
     with pytest.raises(ValueError, match="NaN or infinity at row 13"):
         feature_blocks(rb, fmap)
+
+
+# ---------------------------------------------------------------- the solver contract
+@pytest.mark.parametrize("chunks", [1, (3, 10, 1, 9), N])
+def test_gather_and_fold_hand_the_solver_labels_and_costs_and_count_their_pass(chunks):
+    X, y, sw, fmap, F = _problem(False, seed=2)
+    op, y_pm, c = _operator(X, y, sw, fmap, chunks, positive=2)
+    assert op.n_rows == N and op.n_blocks == len(op.features.chunks) and op.is_distributed
+    np.testing.assert_array_equal(op.class_cost, [1.5, 2.0, 0.5])
+    assert op.max_sample_weight() == sw.max() and op.n_passes == 0  # a reduction of the weights only
+
+    F_g, y_g, c_g = op.gather()
+    assert op.n_passes == 1
+    np.testing.assert_allclose(F_g, F, rtol=1e-12)
+    np.testing.assert_array_equal(y_g, y_pm)
+    np.testing.assert_allclose(c_g, c, rtol=1e-15)
+
+    def step(Fb, yb, cb, state, scale):
+        return state + [(Fb.sum(axis=0) * scale, yb, cb)]
+
+    order = list(range(op.n_blocks))[::-1]
+    parts = op.fold(step, [], 2.0, order=order)
+    assert op.n_passes == 2 and len(parts) == op.n_blocks
+    np.testing.assert_array_equal(np.concatenate([p[1] for p in parts[::-1]]), y_pm)
+    np.testing.assert_allclose(np.concatenate([p[2] for p in parts[::-1]]), c, rtol=1e-15)
+    np.testing.assert_allclose(sum(p[0] for p in parts), 2.0 * F.sum(axis=0), rtol=1e-12)
+
+
+def test_max_sample_weight_is_one_without_weights():
+    X, y, sw, fmap, F = _problem(False, seed=3)
+    rb = as_row_blocks(X, 5)
+    _, codes = encode_labels(y, rb)
+    op = SquaredHingeOperator(feature_blocks(rb, fmap), codes, 0, np.array([1.0, 1.0, 1.0]))
+    assert op.max_sample_weight() == 1.0 and not op.is_distributed and op.margin_cache == {}
+
+
+def test_pass_results_scale_with_the_costs_and_exchange_rows():
+    """``scaled(f)`` is the pass with every cost times f; ``a.exchanged(b, c)`` the pass over a's rows plus
+    b's minus c's — against the dense formulas on the resulting rows."""
+    X, y, sw, fmap, F = _problem(False, seed=6)
+    rows = np.arange(N)
+    A, B, Cr = rows[:8], rows[8:15], rows[15:]
+    x = np.random.default_rng(1).normal(size=fmap.n_output + 1) * 0.3
+    y_pm = np.where(y == "a", 1.0, -1.0)
+
+    def op_of(idx, cost=1.0):
+        rb = as_row_blocks(X[idx], 4)
+        _, codes = encode_labels(y[idx], rb, classes=np.array(["a", "b", "c"]))
+        return SquaredHingeOperator(feature_blocks(rb, fmap), codes, 0, cost * np.ones(3), aligned_vector(sw[idx], rb))
+
+    ab = op_of(np.r_[A, B]).evaluate(x, x, (), "full")
+    scaled = ab.scaled(3.0)
+    loss, grad, H, _ = dense_pass_reference(F[np.r_[A, B]], y_pm[np.r_[A, B]], 3.0 * sw[np.r_[A, B]], x)
+    np.testing.assert_allclose(scaled.loss, loss, rtol=1e-10)
+    np.testing.assert_allclose(scaled.grad, grad, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(scaled.hess, H, rtol=1e-10, atol=1e-12)
+
+    ac = ab.exchanged(op_of(Cr).evaluate(x, x, (), "full"), op_of(B).evaluate(x, x, (), "full"))
+    loss, grad, H, active = dense_pass_reference(F[np.r_[A, Cr]], y_pm[np.r_[A, Cr]], sw[np.r_[A, Cr]], x)
+    np.testing.assert_allclose(ac.loss, loss, rtol=1e-10)
+    np.testing.assert_allclose(ac.grad, grad, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ac.hess, H, rtol=1e-10, atol=1e-12)
+    assert ac.n_active == int(active.sum()) and ac.n_changed == 0

@@ -1,0 +1,132 @@
+"""The feature stage of a fit: ``F = K(X, L) · M`` kept in memory, in a scratch store, or recomputed.
+
+:func:`plan_feature_store` decides where by a small cost model
+(``feature_store="auto"``); :class:`FeatureStore` holds the feature blocks
+for the length of a fit and removes its scratch store afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from contextlib import ExitStack
+
+import numpy as np
+
+from .. import config
+from ..blocks import RowBlocks, cluster_memory, make_temporary_folder
+from ..checks import check_finite_block
+from ..exceptions import disk_full_error, is_disk_full
+from ..options import FEATURE_STORES
+from ..signals import sigterm_cleanup
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FEATURE_STORES", "plan_feature_store", "FeatureStore"]
+
+
+def _feature_block(X_block, fmap, check_finite, offset=0):
+    if check_finite:
+        check_finite_block(X_block, offset)
+    return fmap.transform_block(X_block)
+
+
+def plan_feature_store(
+    requested: str, X: RowBlocks, n_out: int, n_components: int, itemsize: int, sparse_density: float | None = None
+) -> tuple[str, str]:
+    """Where the feature blocks live during a fit: ``(store, reason)``.
+
+    ``memory``
+        persisted in the (cluster's) memory: when ``F`` takes at most
+        ``dsvm.memory-fraction`` of it;
+    ``zarr``
+        written once to a scratch zarr store and streamed every pass;
+    ``recompute``
+        recomputed from ``X`` every pass: chosen over ``zarr`` when the
+        kernel GEMMs (``2 n k (p + r)`` flops spread over all threads) plus
+        reading ``X`` take less time than reading ``F`` back.
+    """
+    if requested not in FEATURE_STORES:
+        raise ValueError(f"feature_store={requested!r} is not supported; choose one of {FEATURE_STORES}")
+    if not X.is_distributed:
+        return "memory", "in-memory input"
+    if requested != "auto":
+        return requested, "requested"
+    n = X.n_rows
+    p = X.n_cols
+    f_bytes = float(n) * n_out * itemsize
+    memory, threads = cluster_memory()
+    if f_bytes <= config.get("memory-fraction") * memory:
+        return "memory", f"F = {f_bytes / 2**30:.2f} GiB fits in {memory / 2**30:.2f} GiB of cluster memory"
+    p_eff = p * (sparse_density if sparse_density is not None else 1.0)
+    x_bytes = float(n) * max(p_eff, 1.0) * (12 if sparse_density is not None else itemsize)
+    bandwidth = config.get("disk-bandwidth")
+    read_s = f_bytes / bandwidth
+    recompute_s = 2.0 * n * n_components * (p_eff + n_out) / (config.get("flops-per-thread") * threads) + x_bytes / bandwidth
+    if recompute_s < read_s:
+        return "recompute", f"F = {f_bytes / 2**30:.2f} GiB > memory; recomputing (~{recompute_s:.1f}s/pass) beats reading (~{read_s:.1f}s/pass)"
+    return "zarr", f"F = {f_bytes / 2**30:.2f} GiB > memory; reading from scratch (~{read_s:.1f}s/pass) beats recomputing (~{recompute_s:.1f}s/pass)"
+
+
+class FeatureStore:
+    """The feature blocks ``F = K(X, L) · M`` of one fit, kept as :func:`plan_feature_store` says.
+
+    Use as a context manager: a zarr scratch store is removed on exit, also
+    when the fit fails or the process gets SIGTERM (:mod:`dsvm.signals`).
+    The store is a folder ``dsvm-features-PID-*.zarr`` in ``dsvm.scratch-directory``
+    with an owner marker; stores that killed runs left there are removed when
+    the next one is made (:mod:`dsvm.blocks.scratch`).
+
+    Attributes
+    ----------
+    features : RowBlocks
+        The feature rows, aligned with ``X``.
+    kind : str
+        ``"memory"``, ``"zarr"`` or ``"recompute"``.
+    """
+
+    def __init__(self, X: RowBlocks, fmap, store: str = "auto", check_finite: bool = True, sparse_density=None):
+        self.kind, reason = plan_feature_store(
+            store, X, fmap.n_output, fmap.n_components, np.dtype(fmap.dtype).itemsize, sparse_density
+        )
+        logger.info("feature store: %s (%s)", self.kind, reason)
+        self.scratch: str | None = None
+        self._exit = ExitStack()
+        lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=(fmap, check_finite), with_offset=True)
+        if self.kind == "memory":
+            self.features = lazy.persist()
+        elif self.kind == "zarr":
+            self._exit.enter_context(sigterm_cleanup())
+            try:
+                self.scratch = _scratch_directory()
+                self.features = lazy.spill(self.scratch)
+            except BaseException as exc:
+                base = self.scratch or config.scratch_base()
+                self.close()
+                if is_disk_full(exc):
+                    f_bytes = float(X.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
+                    raise disk_full_error(
+                        exc, base, "the scratch feature store", needed=f_bytes,
+                        hint="set dsvm.scratch-directory (DASK_DSVM__SCRATCH_DIRECTORY) to a disk with room, or "
+                             "use feature_store='recompute'",
+                    ) from None
+                raise
+        else:
+            self.features = lazy
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            logger.info("feature store: removed scratch %s", self.scratch)
+            self.scratch = None
+        self._exit.close()
+
+    def __enter__(self) -> "FeatureStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _scratch_directory() -> str:
+    return str(make_temporary_folder(config.scratch_base(), "features", suffix=".zarr"))
