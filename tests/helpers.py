@@ -126,3 +126,82 @@ def lbfgs_sqhinge_optimum(F, y_pm, c, fit_intercept: bool = True) -> float:
     res = minimize(fun, np.zeros(F.shape[1] + 1), jac=True, method="L-BFGS-B",
                    options={"maxiter": 50_000, "ftol": 1e-16, "gtol": 1e-11, "maxcor": 50})
     return res.fun
+
+
+class DenseSquaredHinge:
+    """The operator contract of dsvm.solvers on a dense float64 matrix, written from the formulas: an
+    oracle for the solvers independent of dsvm.problems.
+
+    ``F`` (n x r), labels ``y`` in ±1, cost ``C`` times optional ``sample_weight``.  ``fold`` cuts the
+    rows into ``n_blocks`` blocks.
+    """
+
+    def __init__(self, F, y, C=1.0, sample_weight=None, fit_intercept=True, n_blocks=3):
+        self.F = np.asarray(F, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        self.c = C * (np.ones(len(self.y)) if self.sw is None else self.sw)
+        self.class_cost = np.array([C, C], dtype=np.float64)
+        self.fit_intercept = fit_intercept
+        self.n_passes = 0
+        self._bounds = np.linspace(0, len(self.y), n_blocks + 1).astype(int)
+        self.Ft = np.hstack([self.F, np.ones((self.F.shape[0], 1))])
+
+    n_rows = property(lambda self: self.F.shape[0])
+    n_blocks = property(lambda self: len(self._bounds) - 1)
+    is_distributed = False
+
+    def _residual(self, x):
+        return np.maximum(0.0, 1.0 - self.y * (self.Ft @ x))
+
+    def _gram(self, rows):
+        return 2.0 * (self.Ft[rows] * self.c[rows, None]).T @ self.Ft[rows]
+
+    def evaluate(self, x0, x1, t_grid=(), hessian="none"):
+        from dsvm.problems import PassResult
+
+        self.n_passes += 1
+        x0, x1 = np.asarray(x0, dtype=np.float64), np.asarray(x1, dtype=np.float64)
+        r1, r0 = self._residual(x1), self._residual(x0)
+        a1, a0 = (r1 > 0) & (self.c > 0), (r0 > 0) & (self.c > 0)
+        grad = -2.0 * self.Ft.T @ (self.c * self.y * r1)
+        grid = np.array([float(self.c @ self._residual(x0 + t * (x1 - x0)) ** 2) for t in t_grid])
+        hess = {"none": None, "full": self._gram(a1) if hessian == "full" else None,
+                "delta": self._gram(a1 & ~a0) - self._gram(a0 & ~a1) if hessian == "delta" else None}[hessian]
+        if not self.fit_intercept:
+            grad[-1] = 0.0
+            if hess is not None:
+                hess[-1, :] = hess[:, -1] = 0.0
+        return PassResult(loss=float(self.c @ r1**2), grad=grad, n_active=int(a1.sum()),
+                          n_changed=int((a1 != a0).sum()), loss_grid=grid, hess=hess)
+
+    def hess_vec(self, x, v):
+        self.n_passes += 1
+        out = self._gram((self._residual(np.asarray(x)) > 0) & (self.c > 0)) @ v
+        if not self.fit_intercept:
+            out[-1] = 0.0
+        return out
+
+    def objective(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        b = x[-1] if self.fit_intercept else 0.0
+        r = np.maximum(0.0, 1.0 - self.y * (self.F @ x[:-1] + b))
+        return 0.5 * float(x[:-1] @ x[:-1]) + float(self.c @ r**2)
+
+    def hinge_objective(self, x):
+        self.n_passes += 1
+        return 0.5 * float(x[:-1] @ x[:-1]) + float(self.c @ self._residual(x))
+
+    def gather(self):
+        self.n_passes += 1
+        return self.F, self.y, self.c
+
+    def fold(self, step, state, params, order=None):
+        self.n_passes += 1
+        for i in (range(self.n_blocks) if order is None else order):
+            a, b = self._bounds[i], self._bounds[i + 1]
+            state = step(self.F[a:b], self.y[a:b], self.c[a:b], state, params)
+        return state
+
+    def max_sample_weight(self):
+        return 1.0 if self.sw is None else float(self.sw.max())

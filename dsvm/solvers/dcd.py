@@ -16,7 +16,7 @@ down badly (measured on a9a: ``s = 100`` had not converged after 1000
 epochs).
 
 The feature matrix must fit in this process's memory (see
-:meth:`dsvm.operator.SquaredHingeOperator.gather`); out-of-core block
+:meth:`dsvm.problems.SquaredHingeOperator.gather`); out-of-core block
 minimisation would need warm-started dual variables per block, which
 LIBLINEAR's interface does not expose.
 """
@@ -27,23 +27,21 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import LinearSVC
 
-from .newton import SolverResult
+from .result import SolverResult
 
 
 def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 1000,
                             intercept_scaling: float = 1.0, random_state: int | None = None,
                             label: str = "") -> SolverResult:
-    """LIBLINEAR DCD for the L2-loss SVM on a :class:`~dsvm.operator.SquaredHingeOperator`.
+    """LIBLINEAR DCD for the L2-loss SVM on a classification operator (it needs ``op.gather()``).
 
     ``random_state`` seeds LIBLINEAR's order of coordinates (None: numpy's global generator).
     """
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.svm import LinearSVC
-
     start = time.perf_counter()
     F, y, c = op.gather()
-    op.n_passes += 1
     s = intercept_scaling if op.fit_intercept else 1.0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)

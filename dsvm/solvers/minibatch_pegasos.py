@@ -1,5 +1,8 @@
 """Mini-batch Pegasos on Nyström features (hinge loss), streaming over row blocks.
 
+(The solver ``solver="pegasos"`` of the Nyström estimators; kernelized
+Pegasos on the exact kernel is the estimator :class:`dsvm.PegasosSVC`.)
+
 Shalev-Shwartz, Singer, Srebro & Cotter, "Pegasos: primal estimated
 sub-gradient solver for SVM" (Math. Programming 2011), for
 
@@ -14,8 +17,8 @@ then projects ``w`` onto the ball of radius ``sqrt(max_i(c_i / C) / λ)``.  The
 bias (with ``fit_intercept``; else it stays 0) is an unregularised coordinate
 moved by the same sub-gradient step.
 Epochs visit the blocks in a random order and the rows of a block in a random
-order (a sequential chain of tasks on a cluster; see
-:meth:`dsvm.blockwise.RowBlocks.fold`).
+order (a sequential chain of tasks on a cluster): the operator's ``fold``
+hands each block's features, ±1 labels and row costs to the step function.
 """
 
 from __future__ import annotations
@@ -25,19 +28,17 @@ import time
 
 import numpy as np
 
-from .newton import SolverResult
+from .result import SolverResult
 
 logger = logging.getLogger(__name__)
 
 
-def pegasos_block(F, codes, sample_weight, state, params):
-    """Run the Pegasos steps of one block; returns the updated state dict."""
-    from ..losses import labels_pm1, row_costs
-
+def minibatch_pegasos_step(F, y, c, state, params):
+    """Run the Pegasos steps of one block (features ``F``, labels ``y`` in ±1, row costs ``c``);
+    returns the updated state dict."""
     w, b, t = state["w"].copy(), float(state["b"]), int(state["t"])
     lam, C, batch = params["lam"], params["C"], params["batch_size"]
-    y = labels_pm1(codes, params["positive"])
-    weight = row_costs(codes, sample_weight, params["class_cost"]) / C
+    weight = c / C
     radius = np.sqrt(params["max_weight"] / lam)
     rng = np.random.default_rng([params["seed"], int(state["t"])])
     order = rng.permutation(F.shape[0])
@@ -60,28 +61,25 @@ def pegasos_block(F, codes, sample_weight, state, params):
     return {"w": w, "b": b, "t": t}
 
 
-def pegasos(op, dim: int, *, C: float, n_epochs: int = 5, batch_size: int = 64, random_state: int | None = 0,
-            label: str = "") -> SolverResult:
-    """Pegasos on a :class:`~dsvm.operator.SquaredHingeOperator`'s features and labels."""
+def minibatch_pegasos(op, dim: int, *, C: float, epochs: int = 10, batch_size: int = 64,
+                      random_state: int | None = 0, label: str = "") -> SolverResult:
+    """Mini-batch Pegasos on a classification operator (``op.fold``, ``op.hinge_objective``): ``epochs``
+    passes over the rows, each visiting the blocks in a seeded random order."""
     start = time.perf_counter()
     passes0 = op.n_passes
-    F, (codes, sw) = op.features, op.aligned
-    n = F.n_rows
-    class_cost = op.fixed_params["class_cost"]
+    n = op.n_rows
+    class_cost = op.class_cost
     params = {
-        "lam": 1.0 / (C * n), "C": float(C), "batch_size": int(batch_size), "positive": op.fixed_params["positive"],
-        "class_cost": class_cost, "max_weight": float(np.max(class_cost) / C), "seed": 0 if random_state is None else int(random_state),
-        "fit_intercept": bool(op.fit_intercept),
+        "lam": 1.0 / (C * n), "C": float(C), "batch_size": int(batch_size),
+        "max_weight": float(np.max(class_cost) / C) * op.max_sample_weight(),
+        "seed": 0 if random_state is None else int(random_state), "fit_intercept": bool(op.fit_intercept),
     }
-    if sw is not None:
-        params["max_weight"] *= float(sw.map_reduce(_max_block, combine=max))
     rng = np.random.default_rng(params["seed"])
     state = {"w": np.zeros(dim - 1), "b": 0.0, "t": 0}
     history = []
-    for epoch in range(1, n_epochs + 1):
+    for epoch in range(1, epochs + 1):
         t0 = time.perf_counter()
-        state = F.fold(pegasos_block, state, aligned=(codes, sw), shared=(params,), order=rng.permutation(F.n_blocks))
-        op.n_passes += 1
+        state = op.fold(minibatch_pegasos_step, state, params, order=rng.permutation(op.n_blocks))
         x = np.concatenate([state["w"], [state["b"] if op.fit_intercept else 0.0]])
         obj = op.hinge_objective(x)
         history.append({"iter": epoch, "objective": obj, "steps": state["t"], "seconds": time.perf_counter() - t0})
@@ -93,7 +91,3 @@ def pegasos(op, dim: int, *, C: float, n_epochs: int = 5, batch_size: int = 64, 
         grad_norm0=float("nan"), n_passes=op.n_passes - passes0, seconds=time.perf_counter() - start,
         method="pegasos", stop_reason="epochs", history=history,
     )
-
-
-def _max_block(v):
-    return float(np.max(v)) if len(v) else 0.0

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .newton import SolverResult
+from .result import SolverResult
 
 logger = logging.getLogger(__name__)
 

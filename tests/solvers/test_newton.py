@@ -4,18 +4,15 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 from dsvm import NystroemSVC
-from dsvm.blockwise import aligned_vector, as_row_blocks
-from dsvm._validation import encode_labels
-from dsvm.losses import sqhinge_objective_dense
-from dsvm.operator import SquaredHingeOperator
+from dsvm.blocks import aligned_vector, as_row_blocks
+from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import choose_hessian, semismooth_newton
-
-from helpers import make_circles_problem
+from dsvm.svm import encode_labels
+from helpers import lbfgs_sqhinge_optimum, make_circles_problem, sqhinge_objective_dense
 
 
 def _features(n=800, seed=0):
@@ -34,19 +31,6 @@ def _operator(F, y, C, sample_weight=None, class_weight=(1.0, 1.0), block_rows=9
     return SquaredHingeOperator(rb, codes, 1, C * np.asarray(class_weight), sw, fit_intercept)
 
 
-def _lbfgs_reference(F, y_pm, c):
-    def fun(x):
-        w, b = x[:-1], x[-1]
-        m = F @ w + b
-        r = np.maximum(0, 1 - y_pm * m)
-        s = -2 * c * y_pm * r
-        return 0.5 * w @ w + c @ (r * r), np.concatenate([w + F.T @ s, [s.sum()]])
-
-    res = minimize(fun, np.zeros(F.shape[1] + 1), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 20000, "ftol": 1e-15, "gtol": 1e-10, "maxcor": 50})
-    return res.fun
-
-
 @pytest.mark.parametrize("hessian", ["gram", "cg"])
 def test_objective_matches_liblinear_and_lbfgs(hessian):
     F, y = _features()
@@ -62,7 +46,7 @@ def test_objective_matches_liblinear_and_lbfgs(hessian):
     liblinear = sqhinge_objective_dense(F, y_pm, c, ref.coef_[0], ref.intercept_[0])
     assert abs(ours - liblinear) <= 1e-6 * liblinear
     assert ours <= liblinear * (1 + 1e-9)
-    assert abs(ours - _lbfgs_reference(F, y_pm, c)) <= 1e-6 * ours
+    assert abs(ours - lbfgs_sqhinge_optimum(F, y_pm, c)) <= 1e-6 * ours
 
 
 def test_weighted_objective_matches_dense_reference():
@@ -73,7 +57,7 @@ def test_weighted_objective_matches_dense_reference():
     res = semismooth_newton(_operator(F, y, 2.0, sw, cw), F.shape[1] + 1, tol=1e-10)
     y_pm = np.where(y == 1, 1.0, -1.0)
     c = 2.0 * cw[(y == 1).astype(int)] * sw
-    np.testing.assert_allclose(res.objective, _lbfgs_reference(F, y_pm, c), rtol=1e-6)
+    np.testing.assert_allclose(res.objective, lbfgs_sqhinge_optimum(F, y_pm, c), rtol=1e-6)
 
 
 def test_gram_and_cg_agree_and_gram_needs_fewer_passes():

@@ -1,0 +1,153 @@
+"""The one solver dispatch: every caller (estimators, calibration, CV search, experiments) solves through
+:func:`solve`, and the ``"auto"`` choice of the Newton system's method is :func:`resolve_hessian`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..options import HESSIANS, SOLVERS
+from .dcd import dual_coordinate_descent
+from .minibatch_pegasos import minibatch_pegasos
+from .newton import choose_hessian, newton_from_subsample
+from .result import SolverResult
+from .tron import trust_region_newton
+
+__all__ = ["SolverSpec", "REGISTRY", "resolve_hessian", "solve"]
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """What dsvm knows about one solver.
+
+    Attributes
+    ----------
+    name : str
+    options : frozenset of str
+        The ``solver_options`` keys the solver takes.
+    defaults : mapping
+        Defaults of those options where the solver function's own differ (the estimators' defaults).
+    takes_start : bool
+        A starting point ``x0`` is used (Newton, TRON); the others start from zero.
+    resumable : bool
+        ``resume`` / ``on_state`` are supported (checkpoints).
+    seeded : bool
+        ``random_state`` is used (DCD's coordinate order, Pegasos' visiting order).
+    min_max_iter : int
+        The least iteration limit the solver runs with (DCD: LIBLINEAR's epochs).
+    loss : str
+        What the reported ``objective`` is: the squared hinge, or the hinge (Pegasos).
+    classification_only : bool
+        Needs the classification part of the operator contract (``gather`` / ``fold``).
+    """
+
+    name: str
+    run: Callable[..., SolverResult] = field(repr=False)
+    options: frozenset[str]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    takes_start: bool = False
+    resumable: bool = False
+    seeded: bool = False
+    min_max_iter: int = 0
+    loss: str = "squared_hinge"
+    classification_only: bool = False
+
+
+def _newton(op, dim, *, tol, max_iter, hessian, x0, warm_op, resume, on_state, label, options, **_):
+    if resume is not None or x0 is not None:
+        warm_op = None  # a resumed solve or a given start is already past the subsample's use
+    return newton_from_subsample(op, warm_op, dim, tol=tol, max_iter=max_iter, hessian=hessian, x0=x0, label=label,
+                                 resume=resume, on_state=on_state, **options)
+
+
+def _tron(op, dim, *, tol, max_iter, x0, label, options, **_):
+    return trust_region_newton(op, dim, x0=x0, tol=tol, max_iter=max_iter, label=label, **options)
+
+
+def _dcd(op, dim, *, tol, max_iter, random_state, label, options, **_):
+    return dual_coordinate_descent(op, dim, tol=tol, max_iter=max_iter, label=label, random_state=random_state,
+                                   **options)
+
+
+def _pegasos(op, dim, *, C, random_state, label, options, **_):
+    if C is None:
+        raise ValueError("solver='pegasos' needs C (its step size is 1 / (λ t) with λ = 1 / (C n))")
+    return minibatch_pegasos(op, dim, C=C, random_state=random_state, label=label, **options)
+
+
+REGISTRY: dict[str, SolverSpec] = {
+    "newton": SolverSpec("newton", _newton, frozenset({"cg_max_iter", "refresh_every"}), takes_start=True,
+                         resumable=True),
+    "tron": SolverSpec("tron", _tron, frozenset({"cg_max_iter", "cg_rtol"}), takes_start=True),
+    "dcd": SolverSpec("dcd", _dcd, frozenset({"intercept_scaling"}), seeded=True, min_max_iter=1000,
+                      classification_only=True),
+    "pegasos": SolverSpec("pegasos", _pegasos, frozenset({"epochs", "batch_size"}), {"epochs": 10, "batch_size": 64},
+                          seeded=True, loss="hinge", classification_only=True),
+}
+if tuple(REGISTRY) != SOLVERS:  # pragma: no cover - a solver added to one list only
+    raise RuntimeError(f"dsvm.solvers.REGISTRY {tuple(REGISTRY)} != dsvm.options.SOLVERS {SOLVERS}")
+
+
+def resolve_hessian(hessian: str, n_rows: int, dim: int, distributed: bool) -> str:
+    """The Newton system's method: ``"gram"`` or ``"cg"`` as asked, or chosen by
+    :func:`~dsvm.solvers.choose_hessian` for ``"auto"``."""
+    if hessian == "auto":
+        return choose_hessian(n_rows, dim, distributed)
+    if hessian in ("gram", "cg"):
+        return hessian
+    raise ValueError(f"hessian={hessian!r} is not supported; choose one of {HESSIANS}")
+
+
+def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = "auto", x0: np.ndarray | None = None,
+          warm_op=None, resume: dict | None = None, on_state: Callable | None = None, C: float | None = None,
+          random_state: int | None = None, label: str = "", options: Mapping[str, Any] | None = None) -> SolverResult:
+    """Solve one problem with the named solver — the only solver dispatch in dsvm.
+
+    Parameters
+    ----------
+    name : {"newton", "tron", "dcd", "pegasos"}
+    op : operator
+        The problem (:mod:`dsvm.solvers.contract`).
+    dim : int
+        Coordinates of ``x = (w, b)`` (features + 1).
+    tol, max_iter : float, int
+        Stopping rule (DCD runs at least ``REGISTRY["dcd"].min_max_iter`` epochs).
+    hessian : {"auto", "gram", "cg"}
+        Newton only: how its system is solved (``"auto"``: :func:`resolve_hessian`).
+    x0 : ndarray, optional
+        Starting point, for the solvers that take one (ignored by the others).
+    warm_op : operator, optional
+        Newton only: the same problem on a row subsample, solved loosely first
+        (dropped when ``x0`` or ``resume`` is given).
+    resume, on_state
+        Newton only: continue from a saved state; receive the state after each iteration.
+    C : float, optional
+        Pegasos only: the cost (its step sizes depend on it).
+    random_state : int, optional
+        Seed of the seeded solvers.
+    label : str
+        Prefix of log lines.
+    options : mapping, optional
+        The solver's own options (``REGISTRY[name].options``).
+
+    Raises
+    ------
+    ValueError
+        An unknown solver or option, naming the allowed ones.
+    """
+    if name not in REGISTRY:
+        raise ValueError(f"solver={name!r} is not supported; choose one of {tuple(REGISTRY)}")
+    spec = REGISTRY[name]
+    options = dict(options or {})
+    unknown = set(options) - spec.options
+    if unknown:
+        raise ValueError(f"solver_options {sorted(unknown)} do not apply to solver={name!r}; "
+                         f"it takes {sorted(spec.options)}")
+    if name == "newton":
+        hessian = resolve_hessian(hessian, op.n_rows, dim, op.is_distributed) if hessian == "auto" else hessian
+    return spec.run(op, dim, tol=tol, max_iter=max(max_iter, spec.min_max_iter), hessian=hessian, x0=x0,
+                    warm_op=warm_op, resume=resume, on_state=on_state, C=C, random_state=random_state, label=label,
+                    options={**spec.defaults, **options})

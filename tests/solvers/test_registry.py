@@ -1,0 +1,89 @@
+"""The one solver dispatch: solve() runs each solver exactly as a direct call does."""
+
+import numpy as np
+import pytest
+
+from dsvm.options import SOLVERS
+from dsvm.solvers import (
+    REGISTRY,
+    choose_hessian,
+    dual_coordinate_descent,
+    minibatch_pegasos,
+    newton_from_subsample,
+    resolve_hessian,
+    semismooth_newton,
+    solve,
+    trust_region_newton,
+)
+from helpers import DenseSquaredHinge
+
+
+def _op(seed=0, **kw):
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(240, 6))
+    y = np.where(F[:, 0] - F[:, 1] + 0.3 * rng.normal(size=240) > 0, 1.0, -1.0)
+    return DenseSquaredHinge(F, y, C=3.0, **kw)
+
+
+DIM = 7
+
+
+def test_every_solver_is_registered_once():
+    assert tuple(REGISTRY) == SOLVERS
+    assert REGISTRY["newton"].resumable and not REGISTRY["tron"].resumable
+    assert REGISTRY["dcd"].seeded and REGISTRY["pegasos"].seeded and not REGISTRY["newton"].seeded
+    assert REGISTRY["pegasos"].loss == "hinge"
+
+
+@pytest.mark.parametrize(("name", "direct"), [
+    ("newton", lambda op: semismooth_newton(op, DIM, tol=1e-6, max_iter=50, hessian="gram")),
+    ("tron", lambda op: trust_region_newton(op, DIM, tol=1e-6, max_iter=50, cg_rtol=0.05)),
+    ("dcd", lambda op: dual_coordinate_descent(op, DIM, tol=1e-6, max_iter=1000, random_state=4,
+                                               intercept_scaling=2.0)),
+    ("pegasos", lambda op: minibatch_pegasos(op, DIM, C=3.0, epochs=3, batch_size=16, random_state=4)),
+])
+def test_solve_gives_the_direct_call_bit_for_bit(name, direct):
+    options = {"tron": {"cg_rtol": 0.05}, "dcd": {"intercept_scaling": 2.0},
+               "pegasos": {"epochs": 3, "batch_size": 16}}.get(name, {})
+    via = solve(name, _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", C=3.0, random_state=4, options=options)
+    ref = direct(_op())
+    np.testing.assert_array_equal(via.x, ref.x)
+    assert via.n_passes == ref.n_passes and via.method == ref.method
+
+
+def test_pegasos_runs_its_default_epochs():
+    res = solve("pegasos", _op(), DIM, tol=1e-4, max_iter=100, C=3.0, random_state=0)
+    assert len(res.history) == REGISTRY["pegasos"].defaults["epochs"] == 10
+
+
+def test_newton_auto_resolves_the_hessian_as_choose_hessian():
+    op = _op()
+    res = solve("newton", op, DIM, tol=1e-6, max_iter=50)
+    assert res.method == f"newton-{choose_hessian(op.n_rows, DIM, False)}"
+    for n, dim, dist in ((1000, 11, False), (10**7, 2001, True), (500, 9000, False)):
+        assert resolve_hessian("auto", n, dim, dist) == choose_hessian(n, dim, dist)
+    assert resolve_hessian("cg", 10, 5, False) == "cg" and resolve_hessian("gram", 10**9, 5, True) == "gram"
+    with pytest.raises(ValueError, match="hessian='lu' is not supported"):
+        resolve_hessian("lu", 10, 5, False)
+
+
+def test_the_subsample_warm_start_is_dropped_when_a_start_or_a_state_is_given():
+    class Untouchable:
+        def __getattr__(self, name):
+            raise AssertionError("the subsample problem was used")
+
+    x0 = np.full(DIM, 0.01)
+    res = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", x0=x0, warm_op=Untouchable())
+    ref = semismooth_newton(_op(), DIM, x0=x0, tol=1e-6, max_iter=50, hessian="gram")
+    np.testing.assert_array_equal(res.x, ref.x)
+    with_sub = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", warm_op=_op(seed=0))
+    ref = newton_from_subsample(_op(), _op(seed=0), DIM, tol=1e-6, max_iter=50, hessian="gram")
+    np.testing.assert_array_equal(with_sub.x, ref.x)
+
+
+def test_unknown_solvers_and_options_name_what_is_allowed():
+    with pytest.raises(ValueError, match=r"solver='sgd' is not supported; choose one of \('newton', 'tron', 'dcd'"):
+        solve("sgd", _op(), DIM, tol=1e-4, max_iter=10)
+    with pytest.raises(ValueError, match=r"solver_options \['epochs'\] do not apply to solver='newton'; it takes "
+                                         r"\['cg_max_iter', 'refresh_every'\]"):
+        solve("newton", _op(), DIM, tol=1e-4, max_iter=10, options={"epochs": 3})
