@@ -42,8 +42,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array
 
-from ._validation import check_positive, check_positive_int
-from .kernels import KernelSpec, kernel_matrix
+from .approx import KernelSpec, kernel_matrix
+from .checks import check_positive, check_positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ __all__ = [
     "dual_qp",
     "subgradient_descent",
     "hinge_objective",
+    "dual_bias",
+    "require_clarabel",
 ]
 
 INSTALL_HINT = "pip install 'dsvm[reference]'"
@@ -185,7 +187,8 @@ class SubgradientResult:
 
 
 # --------------------------------------------------------------------------- input
-def _import_clarabel():
+def require_clarabel():
+    """Import Clarabel (an optional dependency), or raise ``ImportError`` saying how to install it."""
     try:
         import clarabel
     except ImportError as exc:
@@ -258,7 +261,7 @@ def _clarabel_settings(clarabel, tol: float, max_iter: int, verbose: bool):
 def _solve(P: sp.csc_matrix, q, A: sp.csc_matrix, h, n_eq: int, n_ineq: int, tol, max_iter, verbose):
     """``min ½ zᵀPz + qᵀz`` s.t. the first ``n_eq`` rows of ``Az = h`` hold with
     equality and the remaining ``n_ineq`` rows as ``Az ≤ h``."""
-    clarabel = _import_clarabel()
+    clarabel = require_clarabel()
     cones = []
     if n_eq:
         cones.append(clarabel.ZeroConeT(n_eq))
@@ -393,8 +396,9 @@ def primal_qp(
 
 
 # --------------------------------------------------------------------------- dual
-def _bias(alpha, y_pm, g, C, sv_tol) -> tuple[float, str, np.ndarray]:
-    """Bias from the KKT conditions, given ``g_i = Σ_j α_j y_j K_ij``."""
+def dual_bias(alpha, y_pm, g, C, sv_tol: float = 1e-6) -> tuple[float, str, np.ndarray]:
+    """The bias from the KKT conditions given ``g_i = Σ_j α_j y_j K_ij``: ``(b, how, free)`` — the median of
+    ``y_i − g_i`` over the free support vectors (``"free"``), else the middle of the bound ones' ``"kkt-interval"``."""
     lo_a, hi_a = sv_tol * C, (1.0 - sv_tol) * C
     free = np.flatnonzero((alpha > lo_a) & (alpha < hi_a))
     r = y_pm - g  # the b that puts x_i exactly on its margin
@@ -495,7 +499,7 @@ def dual_qp(
     alpha = np.clip(alpha, 0.0, C)
     coef = alpha * y_pm
     g = K @ coef
-    b, b_method, free = _bias(alpha, y_pm, g, C, sv_tol)
+    b, b_method, free = dual_bias(alpha, y_pm, g, C, sv_tol)
     quad = float(coef @ g)
     decision = g + b
     dual_obj = float(alpha.sum()) - 0.5 * quad

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.svm import SVC
 
-from dsvm.kernels import kernel_matrix, make_kernel_spec
+from dsvm.approx import kernel_matrix, make_kernel_spec
 from dsvm.reference import binary_labels, dual_qp, hinge_objective, primal_qp, subgradient_descent
 
 needs_qp_solver = pytest.mark.skipif(
