@@ -1,6 +1,6 @@
 """Writing predictions block by block (never all of them in memory at once).
 
-The file goes through :mod:`dsvm.replace`: written in a private temporary
+The file goes through :mod:`dsvm.io.replace`: written in a private temporary
 folder and moved into place when complete; an existing output is replaced
 only with ``overwrite=True`` and only if it is a prediction file dsvm wrote
 (:func:`prediction_problem`).
@@ -16,10 +16,13 @@ import stat
 from pathlib import Path
 
 import numpy as np
+import zarr
 
-from .io.layout import to_json_scalar
-from .operator import decision_blocks
-from .replace import create_exclusive, regular_file_problem, replacing
+from ..io import create_exclusive, regular_file_problem, replacing, to_json_scalar
+from ..problems import labels_from_decision
+from ..svm import model_decisions
+
+__all__ = ["OUTPUT_SUFFIXES", "FORMAT", "prediction_problem", "write_predictions"]
 
 OUTPUT_SUFFIXES = (".zarr", ".npy", ".csv")
 FORMAT = "dsvm-predictions"
@@ -99,17 +102,14 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     ------
     FileExistsError
         ``out`` exists and ``overwrite`` is False, or it is not a prediction file dsvm wrote.
-    dsvm.replace.NoSpaceError
+    dsvm.DiskFullError
         The disk filled up; an old ``out`` is unchanged.
     """
-    import zarr
-
     out = Path(out)
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ValueError(f"--out {out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
-    X_rb, checked = model._validate_predict_input(X)
-    dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
+    dec = model_decisions(model, X)
     classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value
     if classes is not None and classes.dtype.kind == "O":
         # one fixed width for every block: the first block's labels may all be short ones
@@ -121,9 +121,9 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     def convert(d: np.ndarray) -> np.ndarray:
         if not labels:
             return d[:, 0] if binary else d
-        return classes[(d[:, 0] > 0).astype(int)] if binary else classes[np.argmax(d, axis=1)]
+        return labels_from_decision(d, classes)
 
-    n = X_rb.n_rows
+    n = dec.n_rows
     with replacing(out, overwrite=overwrite, ours=prediction_problem, what="prediction file") as staged:
         if suffix == ".zarr":
             arr = None

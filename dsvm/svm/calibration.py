@@ -47,15 +47,15 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .blockwise import RowBlocks
+from ..blocks import RowBlocks, row_hash
+from ..problems import SquaredHingeOperator, decisions
+from .fitting import solve_with
 
 logger = logging.getLogger(__name__)
 
 #: At most about this many (decision value, label) pairs are brought to the
 #: client for the sigmoid fit; beyond it a uniform random subsample is used.
 MAX_PLATT_ROWS = 2_000_000
-
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 # ---------------------------------------------------------------------------
@@ -172,22 +172,6 @@ def proba_block(dec_block, probA, probB, log=False):
 # Folds independent of the blocking
 
 
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.uint64, copy=True)
-    with np.errstate(over="ignore"):
-        x += np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def row_hash(n: int, seed: int, offset: int = 0) -> np.ndarray:
-    """A 64-bit pseudo-random hash of the global row indices ``offset .. offset+n-1``."""
-    key = _splitmix64(np.array([seed & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
-    idx = np.arange(offset, offset + n, dtype=np.uint64)
-    return _splitmix64(idx ^ key)
-
-
 def _fold_block(v_block, n_folds, seed, sample_rate, offset=0):
     """Fold of every row (0 .. n_folds-1), or -1 - fold for rows outside the Platt subsample."""
     h = row_hash(v_block.shape[0], seed, offset)
@@ -212,42 +196,13 @@ def _heldout_pairs_block(F, codes, fold, sample_weight, W, positive):
     if not keep.any():
         return np.zeros(0), np.zeros(0, dtype=bool)
     Fk = F[keep]
-    dec_all = (Fk @ W[:, :-1].T.astype(Fk.dtype)).astype(np.float64) + W[:, -1]
-    dec = dec_all[np.arange(Fk.shape[0]), fold[keep]]
+    dec = decisions(Fk, W[:, :-1], W[:, -1])[np.arange(Fk.shape[0]), fold[keep]]
     return dec, np.asarray(codes)[keep] == positive
 
 
 def _concat_pairs(parts):
     parts = list(parts)
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
-# ---------------------------------------------------------------------------
-# Warm-started solves (shared with dsvm.search)
-
-
-def warm_solve(est, op, dim: int, hessian: str, x0=None, label: str = ""):
-    """Solve one problem with the estimator's solver, from ``x0`` where the solver allows.
-
-    Newton and TRON take a starting point; DCD and Pegasos start from scratch.
-    """
-    from .solvers import semismooth_newton
-    from .solvers.tron import trust_region_newton
-
-    options = est._solver_kwargs()
-    if est.solver == "newton":
-        return semismooth_newton(op, dim, x0=x0, tol=est.tol, max_iter=est.max_iter, hessian=hessian, label=label,
-                                 **options)
-    if est.solver == "tron":
-        return trust_region_newton(op, dim, x0=x0, tol=est.tol, max_iter=est.max_iter, label=label, **options)
-    return est._solve(op, dim, hessian, label)
-
-
-def n_columns(F: RowBlocks) -> int:
-    """Number of columns of a 2-d :class:`RowBlocks`."""
-    if hasattr(F, "array"):
-        return int(F.array.shape[1])
-    return int(F.blocks[0].shape[1])
 
 
 class PlattCalibration:
@@ -286,18 +241,19 @@ class PlattCalibration:
 
     def fit_problem(self, F: RowBlocks, codes: RowBlocks, sample_weight: RowBlocks | None, positive: int,
                     class_cost: np.ndarray, j: int, hessian: str, label: str = "") -> None:
-        """Fold models of problem ``j``, their held-out decision values, the sigmoid."""
-        from .operator import SquaredHingeOperator
+        """Fold models of problem ``j``, their held-out decision values, the sigmoid.
 
+        ``hessian`` is the fit's Newton system method; ``label`` prefixes log lines and warnings.
+        """
         self._prepare(codes, sample_weight)
-        dim = n_columns(F) + 1
+        dim = F.n_cols + 1
         W = np.zeros((self.n_folds, dim))
         x0 = None
         not_converged = 0
         passes = iters = 0
         for f in range(self.n_folds):
             op = SquaredHingeOperator(F, codes, positive, class_cost, self._weights[f], self.est.fit_intercept)
-            res = warm_solve(self.est, op, dim, hessian, x0, f"{label}[platt fold {f}] ")
+            res = solve_with(self.est, op, dim, hessian, x0=x0, label=f"{label}[platt fold {f}] ")
             W[f] = res.x
             x0 = W[0] if x0 is None else x0
             not_converged += not res.converged
@@ -319,4 +275,4 @@ class PlattCalibration:
                            "A": self.probA[j], "B": self.probB[j]})
 
 
-__all__ = ["fit_platt", "platt_log_proba", "proba_block", "PlattCalibration", "warm_solve", "MAX_PLATT_ROWS"]
+__all__ = ["fit_platt", "platt_log_proba", "proba_block", "PlattCalibration", "MAX_PLATT_ROWS"]

@@ -15,8 +15,8 @@ completed checkpoint resumes to the finished model without refitting.
 The path is checked before any work (:func:`check_checkpoint_path`).  A
 checkpoint of other data or other parameters is refused
 (:class:`CheckpointMismatchError`).  Files are ``.npz`` + JSON like model
-files (:mod:`dsvm.npz_files`): written through :mod:`dsvm.replace` (only a
-checkpoint file is ever replaced), read with bounds on every member.
+files (:mod:`dsvm.io.archive`): written through :mod:`dsvm.io.replace` (only
+a checkpoint file is ever replaced), read with bounds on every member.
 
 The data fingerprint is chunking-independent: per-column sums, sums of
 squares and sums weighted by a hash of the row index, plus label and
@@ -40,17 +40,21 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .npz_files import MemberRules, ModelFileError, meta_array, npz_problem, read_npz, write_npz
+from ..approx import FeatureMap, KernelSpec
+from ..blocks import row_index_blocks, row_uniform
+from ..exceptions import CheckpointMismatchError, ModelFileError
+from ..io import MemberRules, meta_array, npz_problem, read_npz, write_npz
+from ..solvers import REGISTRY
 
 logger = logging.getLogger(__name__)
+
+__all__ = ["FORMAT", "CheckpointMismatchError", "Checkpoint", "open_checkpoint", "check_checkpoint_path",
+           "remove_checkpoint", "kept_until_saved", "data_fingerprint", "restore_feature_map", "restore_solver_state",
+           "restore_done"]
 
 FORMAT = "dsvm-checkpoint"
 FINGERPRINT_RTOL = 1e-9
 _KEEP_COMPLETED = contextvars.ContextVar("dsvm_keep_completed_checkpoint", default=False)
-
-
-class CheckpointMismatchError(ValueError):
-    """The checkpoint belongs to other data or other parameters, or cannot be read or written."""
 
 
 @contextlib.contextmanager
@@ -119,16 +123,10 @@ def _checkpoint_rules(path: Path, meta: dict) -> MemberRules:
     return MemberRules(shapes=shapes, at_most={"k": k_max, "r": k_max, "d": k_max + 1}, kinds=kinds)
 
 
-def _row_weights(offset: int, n: int) -> np.ndarray:
-    """Pseudo-random weights in [0, 1) from the global row index (Knuth's multiplicative hash)."""
-    idx = np.arange(offset, offset + n, dtype=np.uint64)
-    return ((idx * np.uint64(2654435761)) % np.uint64(2**32)).astype(np.float64) / 2.0**32
-
-
 def _fingerprint_block(X_block, y_block, rows_block, sw_block):
     """Sums over the rows of one block; additive, so blocks may be cut anywhere."""
     offset = int(rows_block[0]) if len(rows_block) else 0
-    w = _row_weights(offset, X_block.shape[0])
+    w = row_uniform(np.arange(offset, offset + X_block.shape[0], dtype=np.int64))
     # no sample weights and weights of one are the same problem
     sw = np.ones(X_block.shape[0]) if sw_block is None else np.asarray(sw_block, dtype=np.float64)
     y = np.asarray(y_block)
@@ -149,8 +147,6 @@ def _fingerprint_block(X_block, y_block, rows_block, sw_block):
 
 def data_fingerprint(X_rb, y_rb, sw_rb=None) -> np.ndarray:
     """A vector summarising X, y and the sample weights (see the module docstring); one pass."""
-    from .blockwise import row_index_blocks
-
     return np.asarray(X_rb.map_reduce(_fingerprint_block, aligned=(y_rb, row_index_blocks(X_rb), sw_rb)),
                       dtype=np.float64)
 
@@ -248,10 +244,7 @@ class Checkpoint:
 
 
 def restore_feature_map(state: dict):
-    """The :class:`~dsvm.nystroem.FeatureMap` and landmark indices saved in a checkpoint."""
-    from .kernels import KernelSpec
-    from .nystroem import FeatureMap
-
+    """The :class:`~dsvm.approx.FeatureMap` and landmark indices saved in a checkpoint."""
     meta, a = state["meta"], state["arrays"]
     fmap = FeatureMap(
         spec=KernelSpec.from_dict(meta["kernel"]),
@@ -264,6 +257,7 @@ def restore_feature_map(state: dict):
 
 
 def restore_solver_state(state: dict) -> dict | None:
+    """The Newton state saved in a checkpoint (to resume the current problem), or None."""
     meta, a = state["meta"], state["arrays"]
     if meta.get("solver") is None:
         return None
@@ -274,5 +268,25 @@ def restore_solver_state(state: dict) -> dict | None:
 
 
 def restore_done(state: dict) -> list[dict]:
+    """The results of the problems solved before the checkpoint was written."""
     meta, a = state["meta"], state["arrays"]
     return [dict(d, x=a[f"done_{j}_x"]) for j, d in enumerate(meta["done"])]
+
+
+def open_checkpoint(est, X, y, sample_weight) -> tuple[Checkpoint | None, dict | None]:
+    """``(Checkpoint, saved state or None)`` of an estimator's fit, or ``(None, None)`` without ``checkpoint``.
+
+    Refuses a solver that cannot resume and a seed that would draw other
+    landmarks on a resume; the path is checked before any work.
+    """
+    path = getattr(est, "checkpoint", None)
+    if path is None:
+        return None, None
+    if not REGISTRY[est.solver].resumable:
+        raise ValueError(f"checkpoint needs solver='newton', got solver={est.solver!r}")
+    check_checkpoint_path(path)
+    params = {k: v for k, v in est.get_params(deep=False).items() if k != "checkpoint"}
+    if not isinstance(params.get("random_state"), (int, np.integer, type(None))):
+        raise ValueError("checkpoint needs random_state to be an int (or None): a resumed fit must draw the same landmarks")
+    ckpt = Checkpoint(path, params, data_fingerprint(X, y, sample_weight))
+    return ckpt, ckpt.load()

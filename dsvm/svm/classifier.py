@@ -8,56 +8,26 @@ import time
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.exceptions import NotFittedError
-from sklearn.utils import compute_class_weight
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import NystroemBase, check_index_base, unpack_dataset
-from ._signals import sigterm_cleanup
-from ._validation import check_n_rows, check_sample_weight_blocks, encode_labels, resolve_seed
-from .blockwise import RowBlocks, aligned_vector, is_dask_array, lazy_result
-from .calibration import PlattCalibration, n_columns, proba_block
-from .nystroem import FeatureMap
-from .operator import SquaredHingeOperator, decision_blocks
-from .solvers import choose_hessian
+from ..blocks import aligned_vector, is_dask_array, lazy_result
+from ..checks import check_n_rows, resolve_seed
+from ..problems import SquaredHingeOperator, labels_from_decision
+from ..signals import sigterm_cleanup
+from .base import NystroemBase, check_index_base, model_decisions, unpack_dataset
+from .calibration import PlattCalibration, proba_block
+from .fitting import fit_problems
+from .labels import check_sample_weight_blocks, class_weights, prepare_classification
 
 logger = logging.getLogger(__name__)
 
-
-def _predict_labels(dec: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    if dec.ndim == 1:
-        return classes[(dec > 0).astype(int)]
-    return classes[np.argmax(dec, axis=1)]
+__all__ = ["NystroemSVC", "fit_classifier"]
 
 
-def _labels_from_decision(dec_block, classes):
-    return _predict_labels(dec_block[:, 0] if dec_block.shape[1] == 1 else dec_block, classes)
-
-
-def _correct_block(X_block, y_block, fmap, coef, intercept, classes):
-    dec = fmap.transform_block(X_block) @ coef.T.astype(fmap.dtype) + intercept
-    pred = _labels_from_decision(dec, classes)
+def _correct_from_decision(dec, y_block, classes):
+    pred = labels_from_decision(dec, classes)
     return np.array([float(np.sum(pred == np.asarray(y_block))), float(len(pred))])
-
-
-def _class_counts_block(codes_block, n_classes):
-    return np.bincount(codes_block, minlength=n_classes).astype(np.float64)
-
-
-def _check_labels(y: np.ndarray) -> np.ndarray:
-    check_classification_targets(y)
-    return y
-
-
-def check_classes(classes: np.ndarray) -> None:
-    """A classifier's training labels: at least two classes, not continuous values."""
-    if classes.size < 2:
-        raise ValueError(
-            f"the training labels hold {classes.size} class ({classes.tolist()}); a classifier needs at least 2"
-        )
-    if classes.dtype.kind == "f" and not np.all(np.mod(classes, 1) == 0):
-        raise ValueError("Unknown label type: y looks continuous (non-integer floats); use NystroemSVR for regression")
 
 
 class NystroemSVC(ClassifierMixin, NystroemBase):
@@ -246,76 +216,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         -------
         self
         """
-        return self._fit(X, y, sample_weight)
-
-    def _fit(self, X, y=None, sample_weight=None, start=None):
-        """:meth:`fit`, optionally from a starting point: ``start(feature_map)`` returns one
-        ``(w, b)`` vector per binary problem in that map's feature space, or None (the CV
-        search's refit starts from its fold models, see ``dsvm.search``)."""
-        self._check_params()
-        if not isinstance(self.probability, (bool, np.bool_)):
-            raise ValueError(f"probability must be True or False, got {self.probability!r}")
-        t_start = time.perf_counter()
-        known_classes = getattr(X, "classes", None) if y is None and hasattr(X, "X") else None
-        X_rb, y, sw, checked = self._prepare_fit_input(X, y, sample_weight, _check_labels)
-        classes, codes = encode_labels(y, X_rb, known_classes)
-        check_classes(classes)
-        self.classes_ = classes
-        class_cost = self.C * self._class_weights(classes, codes)
-        # every class needs some weight, or its problem has nothing to fit
-        mass = np.ones(classes.size) if sw is None else check_sample_weight_blocks(sw, codes, classes.size)
-        weightless = classes[mass * class_cost <= 0]
-        if weightless.size:
-            raise ValueError(
-                f"class {weightless.tolist()[0]!r} has zero total weight (sample_weight x class_weight); "
-                "every class in y needs a positive weight somewhere"
-            )
-        positives = [1] if classes.size == 2 else list(range(classes.size))
-        calib = []
-
-        def make_operator(F, aligned, j):
-            return SquaredHingeOperator(F, aligned[0], positives[j], class_cost, aligned[1], self.fit_intercept)
-
-        def calibrate(F, aligned, j):
-            # Platt's held-out folds run on this fit's feature blocks (see dsvm.calibration).
-            if not calib:
-                calib.append(PlattCalibration(self, len(positives), seed=resolve_seed(self.random_state)))
-            hessian = self.hessian if self.hessian != "auto" else choose_hessian(
-                F.n_rows, n_columns(F) + 1, F.is_distributed)
-            prefix = f"[class {classes[positives[j]]!r}] " if len(positives) > 1 else ""
-            t0 = time.perf_counter()
-            calib[0].fit_problem(F, aligned[0], aligned[1], positives[j], class_cost, j, hessian, prefix)
-            calib[0].stats[-1]["seconds"] = time.perf_counter() - t0
-
-        with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
-            self._fit_problems(X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start,
-                               prepare_problem=calibrate if self.probability else None, start=start)
-        for name in ("probA_", "probB_"):
-            self.__dict__.pop(name, None)
-        if calib:
-            self.probA_, self.probB_ = calib[0].probA, calib[0].probB
-            self.solver_stats_["calibration"] = calib[0].stats
-        return self
-
-    def _class_weights(self, classes: np.ndarray, codes: RowBlocks) -> np.ndarray:
-        if self.class_weight is None:
-            return np.ones(classes.size)
-        if isinstance(self.class_weight, str) and self.class_weight == "balanced":
-            counts = codes.map_reduce(_class_counts_block, shared=(classes.size,))
-            if np.any(counts == 0):
-                raise ValueError("class_weight='balanced' needs every class to be present")
-            return counts.sum() / (classes.size * counts)
-        if isinstance(self.class_weight, dict):
-            unknown = set(self.class_weight) - set(classes.tolist())
-            if unknown:
-                raise ValueError(f"class_weight names labels {sorted(unknown)!r} that are not in y")
-            weights = compute_class_weight(self.class_weight, classes=classes, y=classes)
-            bad = [c for c, w in zip(classes.tolist(), weights) if not np.isfinite(w) or w < 0]
-            if bad:
-                raise ValueError(f"class_weight must be finite and non-negative; label {bad[0]!r} has "
-                                 f"{self.class_weight[bad[0]]!r}")
-            return weights
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {self.class_weight!r}")
+        return fit_classifier(self, X, y, sample_weight)
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X):
@@ -329,11 +230,10 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
 
     def predict(self, X):
         """Class labels; a dask array for dask input."""
-        X_rb, checked = self._validate_predict_input(X)
-        dec = decision_blocks(X_rb, self.feature_map_, self.coef_, self.intercept_, not checked)
-        if X_rb.is_distributed:
-            return lazy_result(dec.map_blocks(_labels_from_decision, None, self.classes_.dtype, shared=(self.classes_,)))
-        return _labels_from_decision(lazy_result(dec), self.classes_)
+        dec = model_decisions(self, X)
+        if dec.is_distributed:
+            return lazy_result(dec.map_blocks(labels_from_decision, None, self.classes_.dtype, shared=(self.classes_,)))
+        return labels_from_decision(lazy_result(dec), self.classes_)
 
     def _check_proba(self):
         if not self.probability:
@@ -347,8 +247,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
                 "predict_proba is not available: the model was fitted with probability=False "
                 "(or loaded from a file without its Platt sigmoids); refit with probability=True"
             )
-        X_rb, checked = self._validate_predict_input(X)
-        dec = decision_blocks(X_rb, self.feature_map_, self.coef_, self.intercept_, not checked)
+        dec = model_decisions(self, X)
         proba = dec.map_blocks(proba_block, len(self.classes_), np.float64, shared=(self.probA_, self.probB_, log))
         return lazy_result(proba)
 
@@ -374,15 +273,50 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
             check_index_base(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
-            X_rb, _ = self._validate_predict_input(X)
+            dec = model_decisions(self, X)
             check_n_rows(X.shape[0], y)
-            y_rb = aligned_vector(y, X_rb)
-            correct, total = X_rb.map_reduce(
-                _correct_block, aligned=(y_rb,),
-                shared=(self.feature_map_, self.coef_, self.intercept_, self.classes_),
-            )
+            correct, total = dec.map_reduce(_correct_from_decision, aligned=(aligned_vector(y, dec),),
+                                            shared=(self.classes_,))
             return correct / total
         return super().score(X, y, sample_weight=sample_weight)
 
 
-__all__ = ["NystroemSVC", "FeatureMap", "unpack_dataset"]
+def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=None) -> NystroemSVC:
+    """:meth:`NystroemSVC.fit`, optionally from a starting point: ``start(feature_map)`` returns one
+    ``(w, b)`` vector per binary problem in that map's feature space, or None (the CV search's refit
+    starts from its fold models, see :mod:`dsvm.model_selection`)."""
+    t_start = time.perf_counter()
+    data = prepare_classification(est, X, y, sample_weight)
+    X_rb, codes, classes, sw, checked = data.X, data.codes, data.classes, data.sample_weight, data.checked
+    class_cost = est.C * class_weights(est.class_weight, classes, codes)
+    # every class needs some weight, or its problem has nothing to fit
+    mass = np.ones(classes.size) if sw is None else check_sample_weight_blocks(sw, codes, classes.size)
+    weightless = classes[mass * class_cost <= 0]
+    if weightless.size:
+        raise ValueError(
+            f"class {weightless.tolist()[0]!r} has zero total weight (sample_weight x class_weight); "
+            "every class in y needs a positive weight somewhere"
+        )
+    positives = [1] if classes.size == 2 else list(range(classes.size))
+    calib = []
+
+    def make_operator(F, aligned, j):
+        return SquaredHingeOperator(F, aligned[0], positives[j], class_cost, aligned[1], est.fit_intercept)
+
+    def calibrate(F, aligned, j, hessian, prefix):
+        # Platt's held-out folds run on this fit's feature blocks (see dsvm.svm.calibration).
+        if not calib:
+            calib.append(PlattCalibration(est, len(positives), seed=resolve_seed(est.random_state)))
+        t0 = time.perf_counter()
+        calib[0].fit_problem(F, aligned[0], aligned[1], positives[j], class_cost, j, hessian, prefix)
+        calib[0].stats[-1]["seconds"] = time.perf_counter() - t0
+
+    with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
+        fit_problems(est, X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start,
+                     prepare_problem=calibrate if est.probability else None, start=start)
+    for name in ("probA_", "probB_"):
+        est.__dict__.pop(name, None)
+    if calib:
+        est.probA_, est.probB_ = calib[0].probA, calib[0].probB
+        est.solver_stats_["calibration"] = calib[0].stats
+    return est

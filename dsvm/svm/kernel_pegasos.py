@@ -47,36 +47,20 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_positive, check_positive_int
-from .kernels import KERNELS, KernelSpec, kernel_matrix, make_kernel_spec
+from ..approx import KernelSpec, check_kernel_params, dense_rows, kernel_matrix, make_kernel_spec, resolve_gamma
+from ..checks import check_positive, check_positive_int
+from ..problems import labels_from_decision
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PegasosSVC", "resolve_gamma"]
+__all__ = ["PegasosSVC"]
 
 
-def resolve_gamma(gamma, X) -> float:
-    """Turn ``gamma`` into a number as :class:`sklearn.svm.SVC` does.
-
-    ``"scale"`` is ``1 / (n_features · X.var())`` (1.0 if the variance is 0),
-    ``"auto"`` is ``1 / n_features``; a number is returned unchanged.
-    """
-    p = X.shape[1]
-    if isinstance(gamma, str):
-        if gamma == "auto":
-            return 1.0 / p
-        if gamma == "scale":
-            if sp.issparse(X):
-                var = float(X.multiply(X).mean() - X.mean() ** 2)
-            else:
-                var = float(np.var(X))
-            return 1.0 / (p * var) if var > 0 else 1.0
-        raise ValueError(f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}")
-    return check_positive("gamma", gamma)
-
-
-def _dense(X) -> np.ndarray:
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
+def _variance(X) -> float:
+    """Var of all entries of X (the zeros of a sparse matrix included), as :class:`sklearn.svm.SVC` computes it."""
+    if sp.issparse(X):
+        return float(X.multiply(X).mean() - X.mean() ** 2)
+    return float(np.var(X))
 
 
 class _KernelRows:
@@ -98,7 +82,7 @@ class _KernelRows:
         self.max_cached = int(cache_bytes // (8 * n))
         self.computed = 0
         if n * n * 8 <= cache_bytes:
-            self.full = kernel_matrix(X, _dense(X), spec)
+            self.full = kernel_matrix(X, dense_rows(X), spec)
             self.full += c2
             self.computed = n
 
@@ -116,7 +100,7 @@ class _KernelRows:
         missing = sorted(set(wanted) - self.cache.keys())
         fresh: dict[int, np.ndarray] = {}
         if missing:
-            block = np.ascontiguousarray(kernel_matrix(self.X, _dense(self.X[missing]), self.spec).T)
+            block = np.ascontiguousarray(kernel_matrix(self.X, dense_rows(self.X[missing]), self.spec).T)
             block += self.c2
             self.computed += len(missing)
             for i, row in zip(missing, block):
@@ -230,8 +214,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def _check_params(self) -> None:
-        if self.kernel not in KERNELS:
-            raise ValueError(f"kernel={self.kernel!r} is not supported; choose one of {KERNELS}")
+        check_kernel_params(self.kernel, self.gamma)
         check_positive("lam", self.lam)
         check_positive_int("max_iter", self.max_iter)
         check_positive_int("batch_size", self.batch_size)
@@ -239,10 +222,6 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
         check_positive("cache_size", self.cache_size)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        if not (isinstance(self.gamma, str) and self.gamma in ("scale", "auto")):
-            if isinstance(self.gamma, str):
-                raise ValueError(f"gamma must be 'scale', 'auto' or a positive number, got {self.gamma!r}")
-            check_positive("gamma", self.gamma)
 
     def fit(self, X, y):
         """Run ``max_iter`` Pegasos steps.
@@ -272,7 +251,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
             Y = np.where(codes == 1, 1.0, -1.0)[None, :]
         else:
             Y = np.where(codes[None, :] == np.arange(len(classes))[:, None], 1.0, -1.0)
-        gamma = resolve_gamma(self.gamma, X)
+        gamma = resolve_gamma(self.gamma, X.shape[1], lambda: _variance(X))
         spec = make_kernel_spec(self.kernel, gamma, self.degree, self.coef0)
         c2 = float(self.intercept_scaling) ** 2 if self.fit_intercept else 0.0
         lam, T, k = float(self.lam), int(self.max_iter), int(self.batch_size)
@@ -289,7 +268,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
         self.kernel_spec_ = spec
         self.alpha_ = alpha[0] if alpha.shape[0] == 1 else alpha
         self.support_ = support
-        self.support_vectors_ = _dense(X[support])
+        self.support_vectors_ = dense_rows(X[support])
         self.dual_coef_ = alpha[:, support] * Y[:, support] * scale
         self.intercept_ = c2 * self.dual_coef_.sum(axis=1)
         self.n_iter_ = T
@@ -316,17 +295,17 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,) for two classes (positive means
         ``classes_[1]``), else (n_samples, n_classes).
         """
+        dec = self._decision(X)
+        return dec[:, 0] if dec.shape[1] == 1 else dec
+
+    def _decision(self, X) -> np.ndarray:
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        dec = kernel_matrix(X, self.support_vectors_, self.kernel_spec_) @ self.dual_coef_.T + self.intercept_
-        return dec[:, 0] if dec.shape[1] == 1 else dec
+        return kernel_matrix(X, self.support_vectors_, self.kernel_spec_) @ self.dual_coef_.T + self.intercept_
 
     def predict(self, X) -> np.ndarray:
         """Predicted class labels."""
-        dec = self.decision_function(X)
-        if dec.ndim == 1:
-            return self.classes_[(dec > 0).astype(int)]
-        return self.classes_[np.argmax(dec, axis=1)]
+        return labels_from_decision(self._decision(X), self.classes_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,74 +1,24 @@
-"""Input checks shared by the estimators (no Dask imports: dask inputs are
-inspected through their array attributes and :mod:`dsvm.blockwise`)."""
+"""Labels, class weights and sample weights of a classification fit, and the fit's input checks.
+
+One pass over the labels finds the classes (unless a dataset records them)
+and encodes every row as an integer code; one pass over the sample weights
+rejects NaN, infinite or negative ones naming the row.  No Dask imports: dask
+inputs go through :mod:`dsvm.blocks`.
+"""
 
 from __future__ import annotations
 
-import numbers
+from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+from sklearn.utils import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets
 
-from .blockwise import RowBlocks, aligned_vector, is_dask_array, row_index_blocks
+from ..blocks import RowBlocks, aligned_vector, is_dask_array, row_index_blocks
+from .base import check_params, prepare_fit_input
 
-
-def check_dask_X(X, what: str = "X") -> None:
-    """Validate a dask array without computing it."""
-    if X.ndim != 2:
-        raise ValueError(f"{what} must be 2-dimensional (rows x features), got a {X.ndim}-d dask array")
-    if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[0]):
-        raise ValueError(
-            f"{what} has unknown chunk sizes along the rows; call {what}.compute_chunk_sizes() first"
-        )
-    if len(X.chunks[1]) != 1:
-        raise ValueError(
-            f"{what} has {len(X.chunks[1])} chunks along the feature axis; dsvm needs whole rows in "
-            f"each block: use {what}.rechunk({{1: -1}})"
-        )
-    meta = getattr(X, "_meta", None)
-    kind = np.dtype(X.dtype).kind
-    if kind not in "biuf":
-        raise ValueError(f"{what} must hold numbers, got a dask array of dtype {X.dtype}")
-    if X.shape[0] == 0:
-        raise ValueError(f"{what} has 0 rows")
-    if X.shape[1] == 0:
-        raise ValueError(f"{what} has 0 features")
-    del meta
-
-
-def check_finite_block(X_block, offset: int = 0, what: str = "X") -> None:
-    """Raise if a block holds NaN or infinity, naming the first offending row."""
-    data = X_block.data if sp.issparse(X_block) else np.asarray(X_block)
-    if data.dtype.kind == "f" and not np.isfinite(data).all():
-        if sp.issparse(X_block):
-            bad = ~np.isfinite(X_block.data)
-            row = int(np.searchsorted(X_block.indptr, np.flatnonzero(bad)[0], side="right") - 1)
-        else:
-            row = int(np.flatnonzero(~np.isfinite(data).all(axis=1))[0])
-        raise ValueError(f"{what} contains NaN or infinity at row {offset + row}")
-
-
-def check_positive(name: str, value, allow_zero: bool = False) -> float:
-    """A positive (or non-negative) finite real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'positive'}, got {value!r}")
-    return float(value)
-
-
-def check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def resolve_seed(random_state) -> int:
-    """An integer seed from ``random_state`` (int, RandomState or None)."""
-    if isinstance(random_state, (int, np.integer)):
-        return int(random_state)
-    from sklearn.utils import check_random_state
-
-    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+__all__ = ["encode_codes", "encode_labels", "check_labels", "check_classes", "class_weights",
+           "check_sample_weight_blocks", "ClassificationInput", "prepare_classification"]
 
 
 def _unique_block(y_block):
@@ -79,10 +29,16 @@ def _unique_combine(parts):
     return np.unique(np.concatenate([np.asarray(p) for p in parts]))
 
 
-def _encode_block(y_block, classes):
+def encode_codes(y_block, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of labels against the sorted ``classes``, and which labels are not among them."""
+    y_block = np.asarray(y_block)
     codes = np.searchsorted(classes, y_block)
     codes = np.clip(codes, 0, len(classes) - 1)
-    bad = classes[codes] != np.asarray(y_block)
+    return codes, classes[codes] != y_block
+
+
+def _encode_block(y_block, classes):
+    codes, bad = encode_codes(y_block, classes)
     if bad.any():
         labels = np.unique(np.asarray(y_block)[bad])[:5].tolist()
         raise ValueError(f"y holds labels {labels} that are not among the classes {classes.tolist()}")
@@ -111,12 +67,6 @@ def encode_labels(y, like: RowBlocks, classes: np.ndarray | None = None) -> tupl
         y_rb = aligned_vector(y_arr, like)
     codes = y_rb.map_blocks(_encode_block, None, np.int32, shared=(classes,))
     return classes, codes
-
-
-def check_n_rows(n_X: int, y, what: str = "y") -> None:
-    n_y = y.shape[0]
-    if n_y != n_X:
-        raise ValueError(f"X has {n_X} rows but {what} has {n_y}; they must have one entry per row of X")
 
 
 def _weight_stats_block(sw_block, codes_block, rows_block, n_groups):
@@ -152,3 +102,72 @@ def check_sample_weight_blocks(sw: RowBlocks, codes: RowBlocks | None = None, n_
     if np.isfinite(first[1]):
         raise ValueError(f"sample_weight must be non-negative; row {int(first[1])} has a negative weight")
     return np.asarray(mass, dtype=np.float64)
+
+
+def check_labels(y: np.ndarray) -> np.ndarray:
+    """In-memory classification labels (scikit-learn's check: not continuous, not multi-output)."""
+    check_classification_targets(y)
+    return y
+
+
+def check_classes(classes: np.ndarray) -> None:
+    """A classifier's training labels: at least two classes, not continuous values."""
+    if classes.size < 2:
+        raise ValueError(
+            f"the training labels hold {classes.size} class ({classes.tolist()}); a classifier needs at least 2"
+        )
+    if classes.dtype.kind == "f" and not np.all(np.mod(classes, 1) == 0):
+        raise ValueError("Unknown label type: y looks continuous (non-integer floats); use NystroemSVR for regression")
+
+
+def _class_counts_block(codes_block, n_classes):
+    return np.bincount(codes_block, minlength=n_classes).astype(np.float64)
+
+
+def class_weights(class_weight, classes: np.ndarray, codes: RowBlocks) -> np.ndarray:
+    """Per-class weights for ``None``, ``"balanced"`` or a dict, with scikit-learn's semantics
+    (``"balanced"`` counts the classes in one pass over ``codes``)."""
+    if class_weight is None:
+        return np.ones(classes.size)
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        counts = codes.map_reduce(_class_counts_block, shared=(classes.size,))
+        if np.any(counts == 0):
+            raise ValueError("class_weight='balanced' needs every class to be present")
+        return counts.sum() / (classes.size * counts)
+    if isinstance(class_weight, dict):
+        unknown = set(class_weight) - set(classes.tolist())
+        if unknown:
+            raise ValueError(f"class_weight names labels {sorted(unknown)!r} that are not in y")
+        weights = compute_class_weight(class_weight, classes=classes, y=classes)
+        bad = [c for c, w in zip(classes.tolist(), weights) if not np.isfinite(w) or w < 0]
+        if bad:
+            raise ValueError(f"class_weight must be finite and non-negative; label {bad[0]!r} has "
+                             f"{class_weight[bad[0]]!r}")
+        return weights
+    raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+
+
+@dataclass
+class ClassificationInput:
+    """A classification fit's checked input: rows, label codes, the sorted classes, aligned sample weights
+    (or None), and whether X's rows were checked finite already."""
+
+    X: RowBlocks
+    codes: RowBlocks
+    classes: np.ndarray
+    sample_weight: RowBlocks | None
+    checked: bool
+
+
+def prepare_classification(est, X, y=None, sample_weight=None) -> ClassificationInput:
+    """Fit's checks for a classifier: its parameters and ``probability``, the labels (at least two
+    classes, not continuous; a Dataset's declared classes); sets ``classes_`` and ``n_features_in_``."""
+    check_params(est)
+    if not isinstance(est.probability, (bool, np.bool_)):
+        raise ValueError(f"probability must be True or False, got {est.probability!r}")
+    known_classes = getattr(X, "classes", None) if y is None and hasattr(X, "X") else None
+    fit_input = prepare_fit_input(est, X, y, sample_weight, check_labels)
+    classes, codes = encode_labels(fit_input.y, fit_input.X, known_classes)
+    check_classes(classes)
+    est.classes_ = classes
+    return ClassificationInput(fit_input.X, codes, classes, fit_input.sample_weight, fit_input.checked)

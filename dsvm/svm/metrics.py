@@ -1,4 +1,5 @@
-"""Evaluation of a fitted classifier in one pass over (possibly out-of-core) data."""
+"""Evaluation of a fitted classifier in one pass over (possibly out-of-core) data, and the scores of a
+confusion matrix (shared with the CV search)."""
 
 from __future__ import annotations
 
@@ -7,28 +8,67 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_n_rows
-from .blockwise import aligned_vector
-from ._base import unpack_dataset
+from ..blocks import aligned_vector
+from ..checks import check_n_rows
+from ..problems import decision_blocks, predicted_codes
+from .base import prediction_input, unpack_dataset
+from .labels import encode_codes
+
+__all__ = ["evaluate", "class_scores", "score_from_confusion", "SCORINGS"]
+
+SCORINGS = (
+    "accuracy", "balanced_accuracy", "f1", "precision", "recall", "f1_macro", "precision_macro", "recall_macro",
+)
 
 
-def _codes_of(y_block, classes):
-    y_block = np.asarray(y_block)
-    codes = np.searchsorted(classes, y_block)
-    codes = np.clip(codes, 0, len(classes) - 1)
-    unknown = classes[codes] != y_block
-    return codes, unknown
-
-
-def _confusion_block(X_block, y_block, fmap, coef, intercept, classes):
+def _confusion_from_decision(dec, y_block, classes):
     m = len(classes)
-    dec = fmap.transform_block(X_block) @ coef.T.astype(fmap.dtype) + intercept
-    pred = (dec[:, 0] > 0).astype(np.int64) if coef.shape[0] == 1 else np.argmax(dec, axis=1)
-    true, unknown = _codes_of(y_block, classes)
+    pred = predicted_codes(dec)
+    true, unknown = encode_codes(y_block, classes)
     if unknown.any():
         bad = np.unique(np.asarray(y_block)[unknown])[:5]
         raise ValueError(f"y holds labels {bad.tolist()} that the model was not trained on (classes: {classes.tolist()})")
     return np.bincount(true * m + pred, minlength=m * m).reshape(m, m)
+
+
+def class_scores(cm: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-class precision, recall, F1, support and predicted counts from a confusion matrix (rows: true
+    class, columns: predicted); 0 where a ratio's denominator is 0."""
+    cm = np.asarray(cm, dtype=np.float64)
+    tp = np.diag(cm)
+    support, predicted = cm.sum(axis=1), cm.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        recall = np.where(support > 0, tp / support, 0.0)
+        precision = np.where(predicted > 0, tp / predicted, 0.0)
+        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
+    return {"precision": precision, "recall": recall, "f1": f1, "support": support, "predicted": predicted}
+
+
+def score_from_confusion(cm: np.ndarray, scoring: str) -> float:
+    """A classification score from a confusion matrix (rows true, columns predicted).
+
+    The positive class of the binary scores ``f1``/``precision``/``recall`` is
+    the second class (``classes_[1]``), as scikit-learn's ``pos_label=1`` for
+    0/1 or -1/1 labels.
+    """
+    cm = np.asarray(cm, dtype=np.float64)
+    n = cm.sum()
+    if n == 0:
+        return float("nan")
+    scores = class_scores(cm)
+    recall, support = scores["recall"], scores["support"]
+    if scoring == "accuracy":
+        return float(np.trace(cm) / n)
+    if scoring == "balanced_accuracy":
+        return float(recall[support > 0].mean())
+    if scoring in ("f1", "precision", "recall"):
+        if cm.shape[0] != 2:
+            raise ValueError(f"scoring={scoring!r} is for binary problems; use {scoring}_macro")
+        return float(scores[scoring][1])
+    if scoring.endswith("_macro") and scoring.removesuffix("_macro") in ("f1", "precision", "recall"):
+        present = (support > 0) | (scores["predicted"] > 0)
+        return float(scores[scoring.removesuffix("_macro")][present].mean())
+    raise ValueError(f"scoring={scoring!r} is not supported; choose one of {SCORINGS}")
 
 
 def evaluate(model, X, y=None) -> dict[str, Any]:
@@ -42,40 +82,34 @@ def evaluate(model, X, y=None) -> dict[str, Any]:
 
     Returns
     -------
-    dict with ``accuracy``, ``n_test``, ``confusion`` (rows: true class,
-    columns: predicted), ``per_class`` and ``predict_seconds``.
+    dict with ``accuracy``, ``balanced_accuracy``, ``n_test``, ``confusion``
+    (rows: true class, columns: predicted), ``per_class`` and ``predict_seconds``.
     """
     if not hasattr(model, "classes_"):
         raise ValueError(f"evaluate reports classification metrics; a {type(model).__name__} is a regression model "
                          "(its score method gives R²)")
-    X_rb, checked = model._validate_predict_input(X)  # before unpacking: a Dataset's format is checked
+    X_rb, checked = prediction_input(model, X)  # before unpacking: a Dataset's format is checked
     X, y = unpack_dataset(X, y)
     if y is None:
         raise ValueError("evaluate needs labels: pass y or a Dataset that holds them")
     check_n_rows(X_rb.n_rows, y)
     y_rb = aligned_vector(y, X_rb)
     t0 = time.perf_counter()
-    cm = X_rb.map_reduce(
-        _confusion_block, aligned=(y_rb,), shared=(model.feature_map_, model.coef_, model.intercept_, model.classes_)
-    )
+    dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
+    cm = dec.map_reduce(_confusion_from_decision, aligned=(y_rb,), shared=(model.classes_,))
     seconds = time.perf_counter() - t0
     n = int(cm.sum())
-    per_class = []
-    for i, label in enumerate(model.classes_):
-        tp = cm[i, i]
-        predicted, actual = cm[:, i].sum(), cm[i, :].sum()
-        precision = tp / predicted if predicted else 0.0
-        recall = tp / actual if actual else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        per_class.append(
-            {
-                "label": label.item() if hasattr(label, "item") else label,
-                "precision": float(precision),
-                "recall": float(recall),
-                "f1": float(f1),
-                "support": int(actual),
-            }
-        )
+    scores = class_scores(cm)
+    per_class = [
+        {
+            "label": label.item() if hasattr(label, "item") else label,
+            "precision": float(scores["precision"][i]),
+            "recall": float(scores["recall"][i]),
+            "f1": float(scores["f1"][i]),
+            "support": int(scores["support"][i]),
+        }
+        for i, label in enumerate(model.classes_)
+    ]
     recalls = [c["recall"] for c in per_class if c["support"] > 0]
     return {
         "accuracy": float(np.trace(cm) / n) if n else float("nan"),

@@ -11,10 +11,10 @@ UTF-8 JSON document::
 
 (``NystroemSVR`` files have no classes and ``"classes_kind": null``).
 
-Files are written through :mod:`dsvm.replace` (a private temporary file,
+Files are written through :mod:`dsvm.io.replace` (a private temporary file,
 moved into place when complete; an existing file is replaced only with
 ``overwrite=True`` and only if it is a dsvm model).  Reading is bounded
-(:mod:`dsvm.npz_files`): only a regular file, only the members the format
+(:mod:`dsvm.io.archive`): only a regular file, only the members the format
 names, every member's declared shape and size checked against the metadata
 before any data is decompressed.  The metadata's fields are type-checked and
 the arrays checked for consistency; a model whose decision values cannot be
@@ -31,10 +31,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
-from .npz_files import SUPPORTED_VERSION, MemberRules, ModelFileError, meta_array, read_npz, write_npz
+from ..approx import FeatureMap, KernelSpec
+from ..exceptions import ModelFileError
+from ..io import SUPPORTED_VERSION, MemberRules, meta_array, read_npz, write_npz
+from ..version import __version__
+from .base import check_params
+from .classifier import NystroemSVC
+from .regressor import NystroemSVR
 
-__all__ = ["ModelFileError", "save_model", "load_model", "meta_array", "FORMAT"]
+__all__ = ["ModelFileError", "save_model", "load_model", "FORMAT"]
 
 FORMAT = "dsvm-model"
 FORMAT_VERSION = SUPPORTED_VERSION
@@ -76,17 +83,13 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     ------
     FileExistsError
         ``path`` exists and ``overwrite`` is False, or it is not a dsvm model file.
-    dsvm.replace.NoSpaceError
+    dsvm.DiskFullError
         The disk filled up; an old file at ``path`` is unchanged.
 
     Returns
     -------
     Path of the written file.
     """
-    from sklearn.utils.validation import check_is_fitted
-
-    from . import __version__
-
     if type(model).__name__ not in ESTIMATORS:
         raise TypeError(f"save_model saves {' and '.join(ESTIMATORS)} models, got {type(model).__name__}")
     check_is_fitted(model)
@@ -243,7 +246,7 @@ def _check_meta(path: Path, meta: dict) -> None:
 
 
 def _model_rules(path: Path, meta: dict) -> MemberRules:
-    """The arrays of a model file and the shapes the metadata allows them (see dsvm.npz_files)."""
+    """The arrays of a model file and the shapes the metadata allows them (see dsvm.io.archive)."""
     _check_meta(path, meta)
     fitted = meta["fitted"]
     k_max = meta["params"]["n_components"]
@@ -292,11 +295,6 @@ def load_model(path: str | os.PathLike):
         If the file is missing, not a regular file, corrupted, foreign, or its
         arrays or metadata are inconsistent.
     """
-    from .estimator import NystroemSVC
-    from .kernels import KernelSpec
-    from .nystroem import FeatureMap
-    from .svr import NystroemSVR
-
     path = Path(path)
     meta, a = read_npz(path, FORMAT, _model_rules)
     is_classifier = meta["estimator"] == "NystroemSVC"
@@ -310,7 +308,7 @@ def load_model(path: str | os.PathLike):
             cw = params["class_weight"]
             params["class_weight"] = dict(zip(cw["keys"], cw["values"]))
         model = (NystroemSVC if is_classifier else NystroemSVR)(**params)
-        model._check_params()
+        check_params(model)
         if meta["dtype"] not in ("float32", "float64"):
             raise ValueError(f"dtype {meta['dtype']!r} is not float32 or float64")
         spec = KernelSpec.from_dict(meta["kernel"])

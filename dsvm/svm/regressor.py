@@ -7,11 +7,15 @@ import time
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from ._base import NystroemBase, check_index_base, unpack_dataset
-from ._signals import sigterm_cleanup
-from ._validation import check_n_rows, check_positive, check_sample_weight_blocks
-from .blockwise import aligned_vector, is_dask_array
-from .operator import SquaredEpsilonOperator
+from ..blocks import aligned_vector, is_dask_array
+from ..checks import check_n_rows, check_positive
+from ..problems import SquaredEpsilonOperator
+from ..signals import sigterm_cleanup
+from .base import NystroemBase, check_index_base, check_params, model_decisions, prepare_fit_input, unpack_dataset
+from .fitting import fit_problems
+from .labels import check_sample_weight_blocks
+
+__all__ = ["NystroemSVR"]
 
 
 def _check_targets(y: np.ndarray) -> np.ndarray:
@@ -31,8 +35,8 @@ def _as_float_block(y_block):
     return np.asarray(y_block, dtype=np.float64)
 
 
-def _r2_block(X_block, y_block, fmap, coef, intercept):
-    pred = (fmap.transform_block(X_block) @ coef.T.astype(fmap.dtype))[:, 0].astype(np.float64) + intercept[0]
+def _r2_from_decision(dec, y_block):
+    pred = dec[:, 0]
     y = np.asarray(y_block, dtype=np.float64)
     return np.array([float(np.sum((y - pred) ** 2)), float(y.sum()), float((y * y).sum()), float(y.size)])
 
@@ -67,7 +71,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         As in :class:`~dsvm.NystroemSVC`.
     """
 
-    _solvers = ("newton", "tron")
+    SUPPORTED_SOLVERS = ("newton", "tron")
 
     def __init__(
         self,
@@ -117,10 +121,11 @@ class NystroemSVR(RegressorMixin, NystroemBase):
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the regression model (numpy, sparse, dask or Dataset input); returns ``self``."""
-        self._check_params()
+        check_params(self)
         check_positive("epsilon", self.epsilon, allow_zero=True)
         t_start = time.perf_counter()
-        X_rb, y, sw, checked = self._prepare_fit_input(X, y, sample_weight, _check_targets)
+        data = prepare_fit_input(self, X, y, sample_weight, _check_targets)
+        X_rb, y, sw, checked = data.X, data.y, data.sample_weight, data.checked
         targets = aligned_vector(y, X_rb)
         if is_dask_array(y):
             targets = targets.map_blocks(_as_float_block, None, np.float64)
@@ -133,7 +138,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
             return SquaredEpsilonOperator(F, aligned[0], self.C, self.epsilon, aligned[1], self.fit_intercept)
 
         with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
-            self._fit_problems(X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
+            fit_problems(self, X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
         return self
 
     def predict(self, X):
@@ -146,11 +151,9 @@ class NystroemSVR(RegressorMixin, NystroemBase):
             check_index_base(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
-            X_rb, _ = self._validate_predict_input(X)
+            dec = model_decisions(self, X)
             check_n_rows(X.shape[0], y)
-            sse, s, ss, n = X_rb.map_reduce(
-                _r2_block, aligned=(aligned_vector(y, X_rb),), shared=(self.feature_map_, self.coef_, self.intercept_)
-            )
+            sse, s, ss, n = dec.map_reduce(_r2_from_decision, aligned=(aligned_vector(y, dec),))
             sst = ss - s * s / n
             return 1.0 - sse / sst if sst > 0 else 0.0
         return super().score(X, y, sample_weight=sample_weight)

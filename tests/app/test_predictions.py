@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dsvm
-from dsvm.predict_io import write_predictions
+from dsvm.app.predictions import write_predictions
 
 
 def _separable(labels):
@@ -59,3 +59,24 @@ def test_csv_decision_values_read_back_exactly(tmp_path):
     rows = _read_csv(tmp_path / "d.csv")
     assert rows[0] == ["decision_a", "decision_b", "decision_c"]
     np.testing.assert_array_equal(np.array(rows[1:], dtype=np.float64), model.decision_function(X))
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".zarr", ".csv"])
+def test_prediction_files_keep_long_string_labels_whole(tmp_path, suffix):
+    """Object-dtype labels: the file's string width comes from every class, not from the first block."""
+    import dask.array as da
+    import zarr
+
+    rng = np.random.RandomState(0)
+    X = np.r_[np.full((100, 2), -3.0), np.full((100, 2), 3.0)] + 0.1 * rng.randn(200, 2)
+    y = np.array(["no"] * 100 + ["positive"] * 100, dtype=object)
+    model = dsvm.load_model(dsvm.save_model(dsvm.NystroemSVC(n_components=20, random_state=0).fit(X, y), tmp_path / "m.npz"))
+    out = tmp_path / f"p{suffix}"
+    write_predictions(model, da.from_array(X, chunks=(100, 2)), out)  # first block: only "no"
+    if suffix == ".npy":
+        got = np.load(out)
+    elif suffix == ".zarr":
+        got = zarr.open_array(str(out), mode="r")[...]
+    else:
+        got = np.array(out.read_text().splitlines()[1:])
+    np.testing.assert_array_equal(got.astype(str), y.astype(str))

@@ -4,14 +4,13 @@ Rows of that table not tested here are tested next to their code; the README
 names the test of each row.
 """
 
-import json
 
 import numpy as np
 import pytest
 import zarr
 
 import dsvm
-from dsvm.metrics import evaluate
+from dsvm import evaluate
 
 from helpers import make_circles_problem, zero_based_libsvm_files
 

@@ -27,10 +27,11 @@ def dataset(tmp_path_factory):
 
 FINGERPRINT_OF_STRING_LABELS = """
 import numpy as np
-from dsvm.checkpoint import _fingerprint_block
-X = np.ones((4, 2))
-y = np.array(["spam", "ham", "spam", "ham"], dtype=object)
-print(repr(_fingerprint_block(X, y, np.arange(4), None).tolist()))
+from dsvm.blocks import as_row_blocks, aligned_vector
+from dsvm.svm import data_fingerprint
+X = as_row_blocks(np.ones((4, 2)), 2, min_blocks=1)
+y = aligned_vector(np.array(["spam", "ham", "spam", "ham"], dtype=object), X)
+print(repr(data_fingerprint(X, y).tolist()))
 """
 
 
@@ -42,7 +43,7 @@ def test_fingerprint_of_string_labels_is_the_same_in_every_process():
 
 
 def _train_cmd(data, model, ckpt=None):
-    cmd = [sys.executable, "-m", "dsvm.cli", "train", str(data), "--model", str(model), "-C", "10", "--gamma", "0.1",
+    cmd = [sys.executable, "-m", "dsvm", "train", str(data), "--model", str(model), "-C", "10", "--gamma", "0.1",
            "-k", "150", "--random-state", "0", "--tol", "1e-8", "--dtype", "float64"]
     return cmd + (["--checkpoint", str(ckpt)] if ckpt else [])
 

@@ -10,9 +10,9 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.svm import LinearSVC
 
 from dsvm import NystroemSVC
-from dsvm.losses import sqhinge_objective_dense
 
-from helpers import make_circles_problem
+from dsvm.svm import prepare_fit_input
+from helpers import make_circles_problem, sqhinge_objective_dense
 
 
 def _fit(X, y, **kw):
@@ -157,10 +157,11 @@ def test_sample_weight_zero_equals_dropping_rows():
     a = NystroemSVC(n_components=30, gamma=0.3, dtype="float64", tol=1e-10, random_state=0).fit(X[keep], y[keep])
     b = NystroemSVC(n_components=30, gamma=0.3, dtype="float64", tol=1e-10, random_state=0)
     b.fit(X[keep], y[keep])  # landmarks from the kept rows
-    from dsvm.blockwise import aligned_vector, as_row_blocks
-    from dsvm._validation import encode_labels
-    from dsvm.operator import SquaredHingeOperator, feature_blocks
+    from dsvm.blocks import aligned_vector, as_row_blocks
+    from dsvm.problems import SquaredHingeOperator
     from dsvm.solvers import semismooth_newton
+    from dsvm.svm import encode_labels
+    from helpers import feature_blocks
 
     rb = as_row_blocks(X, 64)
     classes, codes = encode_labels(y, rb)
@@ -249,7 +250,7 @@ def test_continuous_targets_are_rejected(circles):
         ("C", -1.0, "C must be positive"),
         ("gamma", 0.0, "gamma must be positive"),
         ("gamma", -0.5, "gamma must be positive"),
-        ("gamma", "large", "gamma must be a finite number"),
+        ("gamma", "large", "gamma must be 'scale', 'auto' or a positive number"),
         ("n_components", 0, "n_components must be a positive integer"),
         ("n_components", 2.5, "n_components must be a positive integer"),
         ("kernel", "laplacian", "kernel="),
@@ -271,7 +272,7 @@ def test_bad_parameters(circles, param, value, match):
 
 
 def _warm_fit(X, y, caplog, **options):
-    with caplog.at_level("INFO", logger="dsvm._base"):
+    with caplog.at_level("INFO", logger="dsvm.svm.warm_start"):
         clf = _fit(X, y, dtype="float64", tol=1e-9, solver_options=options or None)
     used = any("warm start: Newton on a subsample" in r.getMessage() for r in caplog.records)
     caplog.clear()
@@ -301,7 +302,7 @@ def test_subsample_warm_start_is_skipped_for_dask_input_by_default(caplog):
 
 def test_explicit_block_rows_is_kept():
     X, y = make_circles_problem(n=20_000, seed=3)
-    X_rb, *_ = NystroemSVC(block_rows=20_000)._prepare_fit_input(X, y, None, lambda v: v)
+    X_rb = prepare_fit_input(NystroemSVC(block_rows=20_000), X, y, None, lambda v: v).X
     assert X_rb.chunks == (20_000,)  # one block: the fit runs on one thread
-    X_rb, *_ = NystroemSVC()._prepare_fit_input(X, y, None, lambda v: v)
+    X_rb = prepare_fit_input(NystroemSVC(), X, y, None, lambda v: v).X
     assert X_rb.n_blocks > 1  # the default size is split so that every core gets blocks

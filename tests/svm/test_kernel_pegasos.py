@@ -6,8 +6,8 @@ from sklearn.datasets import load_iris
 from sklearn.utils import check_random_state
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dsvm.kernels import kernel_matrix, make_kernel_spec
-from dsvm.pegasos import PegasosSVC
+from dsvm import PegasosSVC
+from dsvm.approx import kernel_matrix, make_kernel_spec
 
 from helpers import load_libsvm, make_circles_problem
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dsvm
-from dsvm.cluster import connect
+from dsvm.app.cluster import connect
 
 pytestmark = pytest.mark.slow
 

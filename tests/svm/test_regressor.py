@@ -8,7 +8,7 @@ from sklearn.svm import LinearSVR
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dsvm import NystroemSVR
-from dsvm.losses import sqeps_objective_dense
+from helpers import sqeps_objective_dense
 
 
 def _data(n=500, seed=0):

@@ -6,9 +6,8 @@ import pytest
 from scipy.optimize import minimize
 
 from dsvm import NystroemSVC, NystroemSVR
-from dsvm.losses import sqhinge_objective_dense
 
-from helpers import make_circles_problem
+from helpers import make_circles_problem, sqhinge_objective_dense
 
 PARAMS = dict(C=5.0, gamma=0.3, n_components=60, random_state=0, dtype="float64", tol=1e-8)
 

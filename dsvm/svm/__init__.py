@@ -1,0 +1,60 @@
+"""The estimators: :class:`NystroemSVC`, :class:`NystroemSVR` (LA-SN) and :class:`PegasosSVC` (kernelized
+Pegasos on the exact kernel), with what they share — input checks, the fit (landmarks, feature stage,
+one solve per problem through :func:`dsvm.solvers.solve`), Platt calibration, checkpoints, model
+files and evaluation."""
+
+from ..exceptions import CheckpointMismatchError, ModelFileError
+from .base import (
+    BLOCK_BYTES,
+    FitInput,
+    NystroemBase,
+    block_rows_for,
+    check_index_base,
+    check_params,
+    model_decisions,
+    param_names,
+    prediction_input,
+    prepare_fit_input,
+    unpack_dataset,
+)
+from .calibration import MAX_PLATT_ROWS, PlattCalibration, fit_platt, platt_log_proba
+from .checkpoint import (
+    Checkpoint,
+    check_checkpoint_path,
+    data_fingerprint,
+    kept_until_saved,
+    open_checkpoint,
+    remove_checkpoint,
+)
+from .classifier import NystroemSVC, fit_classifier
+from .fitting import fit_problems, problem_stats, solve_with, warn_if_not_converged
+from .kernel_pegasos import PegasosSVC
+from .labels import (
+    ClassificationInput,
+    check_classes,
+    check_labels,
+    check_sample_weight_blocks,
+    class_weights,
+    encode_codes,
+    encode_labels,
+    prepare_classification,
+)
+from .metrics import SCORINGS, class_scores, evaluate, score_from_confusion
+from .model_files import load_model, save_model
+from .regressor import NystroemSVR
+from .warm_start import WARM_START_OPTIONS, subsample_problem, subsample_size, warm_start_problem, warm_start_rows
+
+__all__ = [
+    "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier",
+    "save_model", "load_model", "ModelFileError", "CheckpointMismatchError",
+    "evaluate", "class_scores", "score_from_confusion", "SCORINGS",
+    "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input", "model_decisions",
+    "unpack_dataset", "check_index_base", "BLOCK_BYTES", "block_rows_for",
+    "fit_problems", "solve_with", "warn_if_not_converged", "problem_stats",
+    "encode_codes", "encode_labels", "check_labels", "check_classes", "class_weights", "check_sample_weight_blocks",
+    "ClassificationInput", "prepare_classification",
+    "PlattCalibration", "fit_platt", "platt_log_proba", "MAX_PLATT_ROWS",
+    "Checkpoint", "open_checkpoint", "check_checkpoint_path", "remove_checkpoint", "kept_until_saved",
+    "data_fingerprint",
+    "WARM_START_OPTIONS", "subsample_size", "subsample_problem", "warm_start_rows", "warm_start_problem",
+]

@@ -1,0 +1,245 @@
+"""Fitting a Nystroem estimator: landmarks, the Nyström map, the feature stage, one solve per problem.
+
+:func:`fit_problems` is the fit both estimators run; :func:`solve_with` maps
+an estimator's parameters onto :func:`dsvm.solvers.solve` (also for
+calibration folds and the CV search's fold models).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ..approx import (
+    Landmarks,
+    clip_n_components,
+    dense_rows,
+    first_unique,
+    fit_feature_map,
+    gamma_for,
+    make_kernel_spec,
+    select_landmarks,
+)
+from ..blocks import RowBlocks, row_index_blocks
+from ..checks import resolve_seed
+from ..problems import FeatureStore, active_row_sample
+from ..solvers import REGISTRY, SolverResult, resolve_hessian, solve
+from .checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
+from .warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["fit_problems", "solve_with", "warn_if_not_converged", "problem_stats"]
+
+
+def solve_with(est, op, dim: int, hessian: str, *, x0: np.ndarray | None = None, warm_op=None, resume=None,
+               on_state: Callable | None = None, label: str = "") -> SolverResult:
+    """Solve one problem with the estimator's solver, tolerance, iteration limit, ``solver_options`` and seed.
+
+    With ``warm_op`` (the same problem on a row subsample) the Newton solve
+    starts from that problem's solution: its active set is close to the final
+    one, so the first full Gram matrix covers the active rows only instead of
+    every row (all rows are active at ``x = 0``).
+    """
+    spec = REGISTRY[est.solver]
+    options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
+    # resolving the seed of a RandomState draws from it: only for the solvers that use one
+    seed = resolve_seed(est.random_state) if spec.seeded else None
+    return solve(est.solver, op, dim, tol=est.tol, max_iter=est.max_iter, hessian=hessian, x0=x0, warm_op=warm_op,
+                 resume=resume, on_state=on_state, C=est.C, random_state=seed, label=label, options=options)
+
+
+def warn_if_not_converged(res, tol: float, label: str = "") -> None:
+    """A ``ConvergenceWarning`` saying why a solver stopped early and what to do."""
+    if res.converged:
+        return
+    if res.method == "dcd":
+        warnings.warn(f"{label}LIBLINEAR's DCD reached its iteration limit; increase max_iter",
+                      ConvergenceWarning, stacklevel=4)
+        return
+    hint = (
+        "; float32 features limit the attainable accuracy, use dtype='float64'"
+        if res.stop_reason == "precision"
+        else "; increase max_iter"
+    )
+    warnings.warn(
+        f"{label}{res.method} solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
+        f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {tol:g}{hint}",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
+
+
+def _plain_label(label):
+    return label.item() if hasattr(label, "item") else label
+
+
+def problem_stats(res, label) -> dict:
+    """What ``solver_stats_["problems"]`` records of one solve."""
+    return {
+        "class": _plain_label(label),
+        "method": res.method,
+        "n_iter": res.n_iter,
+        "n_passes": res.n_passes,
+        "seconds": res.seconds,
+        "converged": res.converged,
+        "stop_reason": res.stop_reason,
+        "grad_norm_rel": res.grad_norm / res.grad_norm0,
+        "history": res.history,
+    }
+
+
+def _feature_map(est, X_rb: RowBlocks, stage1=None):
+    """gamma, landmarks and the Nyström map: ``(fmap, landmarks, gamma, timing)``.
+
+    ``stage1(spec, k)`` selects the landmarks of ``landmarks="active"``.
+    """
+    gamma = gamma_for(est.gamma, X_rb, est.n_features_in_)
+    spec = make_kernel_spec(est.kernel, gamma, est.degree, est.coef0)
+    k = clip_n_components(int(est.n_components), X_rb.n_rows, stacklevel=5)
+    t0 = time.perf_counter()
+    if est.landmarks == "active":
+        lm = stage1(spec, k)
+    else:
+        lm = select_landmarks(X_rb, k, est.landmarks, est.random_state, est.kmeans_iter)
+    fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol)
+    timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_passes": lm.n_passes}
+    return fmap, lm, gamma, timing
+
+
+def fit_problems(
+    est,
+    X_rb: RowBlocks,
+    checked: bool,
+    aligned: Sequence[RowBlocks | None],
+    labels: Sequence,
+    make_operator: Callable,
+    t_start: float,
+    prepare_problem: Callable | None = None,
+    start: Callable | None = None,
+) -> None:
+    """The feature stage, then one solve per problem; sets the fitted attributes of ``est``.
+
+    ``make_operator(feature_blocks, aligned, j)`` returns the operator of
+    problem ``j``; ``labels[j]`` names it in logs and ``solver_stats_``.
+    ``prepare_problem(feature_blocks, aligned, j, hessian, label)``, if given,
+    runs on the final features before problem ``j`` is solved (Platt
+    calibration), with the fit's Newton system method and log prefix.
+    ``start(feature_map)``, if given, returns a starting point per problem
+    (or None); ignored when resuming from a checkpoint.
+    """
+    ckpt, state = open_checkpoint(est, X_rb, aligned[0], aligned[1])
+    if state is not None:
+        fmap, lm_indices, gamma = restore_feature_map(state)
+        timing = {"landmark_seconds": 0.0, "landmark_passes": 0}
+        done, resume, first = restore_done(state), restore_solver_state(state), int(state["meta"]["problem"])
+    else:
+        fmap, lm, gamma, timing = _feature_map(
+            est, X_rb, lambda spec, k: _active_landmarks(est, X_rb, checked, aligned, len(labels), make_operator, spec, k)
+        )
+        lm_indices, done, resume, first = lm.indices, [], None, 0
+    r = fmap.n_output
+    starts = start(fmap) if start is not None and state is None else None
+    coef = np.zeros((len(labels), r))
+    intercept = np.zeros(len(labels))
+    t0 = time.perf_counter()
+    with FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked) as store:
+        features = store.features
+        if X_rb.is_distributed and store.kind == "memory":
+            aligned = [a.persist() if a is not None else None for a in aligned]
+        timing["feature_seconds"] = time.perf_counter() - t0
+        hessian = resolve_hessian(est.hessian, X_rb.n_rows, r + 1, X_rb.is_distributed)
+        warm_aligned = warm_start_rows(X_rb, aligned, solver=est.solver, options=est.solver_options or {},
+                                       hessian=hessian, r=r)
+        warm_problem = None if warm_aligned is None else subsample_problem(features, warm_aligned)
+        for j, label in enumerate(labels):
+            prefix = f"[class {_plain_label(label)!r}] " if len(labels) > 1 else ""
+            if prepare_problem is not None:
+                prepare_problem(features, aligned, j, hessian, prefix)
+            if j < len(done):  # solved before the interruption
+                continue
+            op = make_operator(features, aligned, j)
+            warm_op = make_operator(*warm_problem, j) if warm_problem is not None else None
+            on_state = None
+            if ckpt is not None:
+                def on_state(st, j=j):
+                    ckpt.save(fmap, lm_indices, gamma, done, j, st)
+            res = solve_with(est, op, r + 1, hessian, label=prefix, resume=resume if j == first else None,
+                             on_state=on_state, warm_op=warm_op, x0=None if starts is None else starts[j])
+            warn_if_not_converged(res, est.tol, prefix)
+            done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
+                         "stats": {k: v for k, v in problem_stats(res, label).items() if k != "class"}})
+            if ckpt is not None:
+                ckpt.save(fmap, lm_indices, gamma, done, j + 1, None)
+        kind = store.kind
+    for j, d in enumerate(done):
+        coef[j], intercept[j] = d["x"][:-1], d["x"][-1]
+    objectives = [d["objective"] for d in done]
+    n_iters = [d["n_iter"] for d in done]
+    stats = [dict(d["stats"], **{"class": _plain_label(label)}) for d, label in zip(done, labels)]
+    if ckpt is not None:
+        ckpt.complete()
+
+    est.feature_map_ = fmap
+    est.gamma_ = gamma
+    est.components_ = fmap.components
+    est.component_indices_ = lm_indices
+    est.normalization_ = fmap.normalization
+    est.coef_ = coef
+    est.intercept_ = intercept
+    est.objective_ = objectives[0] if len(objectives) == 1 else np.asarray(objectives)
+    est.n_iter_ = int(max(n_iters))
+    est.solver_stats_ = {
+        **timing,
+        "solve_seconds": float(sum(st["seconds"] for st in stats)),
+        "fit_seconds": time.perf_counter() - t_start,
+        "n_samples": X_rb.n_rows,
+        "n_components": fmap.n_components,
+        "n_features_out": r,
+        "hessian": hessian,
+        "feature_store": kind,
+        "problems": stats,
+    }
+    logger.info(
+        "fit: n=%d k=%d r=%d landmarks %.3fs features %.3fs solve %.3fs",
+        X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
+        est.solver_stats_["solve_seconds"],
+    )
+
+
+def _active_landmarks(est, X_rb, checked, aligned, n_problems, make_operator, spec, k) -> Landmarks:
+    """Landmarks drawn from the rows that matter: ``landmarks="active"``.
+
+    Stage 1 fits the same problem(s) cheaply on ``k / 4`` uniform landmarks
+    (loose tolerance); stage 2 draws the ``k`` landmarks uniformly among the
+    rows in that model's active set (margin below 1, or outside the ε-tube):
+    the rows that become support vectors, near the decision boundary.  Where
+    few rows are active (w8a, ijcnn1) uniform landmarks spend most of ``k``
+    on rows far from the boundary.  Costs one small fit, one pass to draw
+    the rows and one to fetch them.
+    """
+    k0 = max(min(k, 32), k // 4)
+    lm0 = select_landmarks(X_rb, k0, "uniform", est.random_state)
+    fmap0 = fit_feature_map(lm0.components, spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol)
+    seed = resolve_seed(est.random_state)
+    with FeatureStore(X_rb, fmap0, est.feature_store, check_finite=not checked) as store:
+        al = [a.persist() if a is not None else None for a in aligned] if X_rb.is_distributed else aligned
+        ops = [make_operator(store.features, al, j) for j in range(n_problems)]
+        xs = [solve("newton", op, fmap0.n_output + 1, tol=1e-2, max_iter=15, hessian="gram",
+                    label="[landmarks stage 1] ").x for op in ops]
+        # twice the candidates: rows near the boundary repeat in binary data (w8a)
+        active, other, n_active = active_row_sample(ops, xs, row_index_blocks(X_rb), 2 * k + 64, seed)
+    idx = np.concatenate([active, other])
+    rows = dense_rows(X_rb.take(idx))
+    keep = first_unique(rows)[:k]  # active rows first, inactive ones only to fill up
+    logger.info("active landmarks: %d of %d rows active under a k=%d model; %d landmarks drawn from them",
+                n_active, X_rb.n_rows, k0, min(k, n_active))
+    if keep.size < k:
+        warnings.warn(f"only {keep.size} distinct rows were found for {k} landmarks; using {keep.size}",
+                      UserWarning, stacklevel=5)
+    return Landmarks(components=rows[keep], indices=idx[keep], method="active", n_passes=lm0.n_passes + 3)
