@@ -11,23 +11,19 @@ from sklearn.model_selection import GridSearchCV, KFold, ShuffleSplit, Stratifie
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dsvm import NystroemSVC
-from dsvm.blockwise import aligned_vector, as_row_blocks
-from dsvm.kernels import kernel_matrix, make_kernel_spec, prepare_landmarks
-from dsvm.nystroem import fit_feature_map, nystroem_normalization
-from dsvm.operator import SquaredHingeOperator
-from dsvm.search import (
-    NystroemSVCCV,
-    _KernelColumns,
-    _Projection,
-    _WarmOperator,
-    _scaled_pass,
-    parse_search_args,
-    score_from_confusion,
-    search_and_report,
-    write_cv_report,
+from dsvm.approx import (
+    KernelColumnsMap,
+    ProjectedMap,
+    fit_feature_map,
+    kernel_matrix,
+    make_kernel_spec,
+    nystroem_normalization,
+    prepare_landmarks,
 )
+from dsvm.blocks import aligned_vector, as_row_blocks
+from dsvm.model_selection import CachedOperator, NystroemSVCCV, map_to_larger_k, score_from_confusion
+from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import semismooth_newton
-
 from helpers import make_circles_problem
 
 
@@ -99,15 +95,14 @@ def test_nested_landmarks_project_the_first_k_kernel_columns():
     rng = np.random.default_rng(0)
     X, L = rng.normal(size=(300, 4)), rng.normal(size=(50, 4))
     spec = make_kernel_spec("rbf", 0.4)
-    K = _KernelColumns(prepare_landmarks(L, spec, np.float64)).transform_block(X)
+    K = KernelColumnsMap(prepare_landmarks(L, spec, np.float64)).transform_block(X)
     for k in (10, 30, 50):
         norm, _ = nystroem_normalization(kernel_matrix(L, L, spec)[:k, :k], 1e-10)
-        F = _Projection(norm, np.float64).transform_block(K)
+        F = ProjectedMap(norm, np.float64).transform_block(K)
         np.testing.assert_allclose(F, fit_feature_map(L[:k], spec, np.float64).transform_block(X), rtol=1e-9, atol=1e-10)
 
 
 def test_solutions_map_to_a_larger_nested_k_with_the_same_decision_function():
-    from dsvm.search import _map_to_larger_k
 
     rng = np.random.default_rng(1)
     X, L = rng.normal(size=(200, 3)), rng.normal(size=(40, 3))
@@ -117,14 +112,14 @@ def test_solutions_map_to_a_larger_nested_k_with_the_same_decision_function():
     big, lam = nystroem_normalization(K_LL, 1e-12)
     w = np.r_[rng.normal(size=small.shape[0]), 0.7]
     W = w[None, None, None, :]  # (fold, C, problem, r + 1)
-    w_big = _map_to_larger_k((small, W, [1.0]), big, lam, [(1.0, 0)])[0, 0]
+    w_big = map_to_larger_k((small, W, [1.0]), big, lam, [(1.0, 0)])[0, 0]
     f_small = fit_feature_map(L[:15], spec, np.float64).transform_block(X) @ w[:-1] + w[-1]
     f_big = fit_feature_map(L, spec, np.float64).transform_block(X) @ w_big[:-1] + w_big[-1]
     np.testing.assert_allclose(f_big, f_small, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(w_big[:-1] @ w_big[:-1], w[:-1] @ w[:-1], rtol=1e-6)
 
 
-def test_warm_operator_reuses_the_scaled_gram_without_changing_the_answer():
+def test_cached_operator_reuses_the_scaled_gram_without_changing_the_answer():
     X, y = make_circles_problem(n=500, seed=2)
     fmap = NystroemSVC(n_components=50, gamma=0.3, dtype="float64", random_state=0, max_iter=1)
     with warnings.catch_warnings():
@@ -137,20 +132,20 @@ def test_warm_operator_reuses_the_scaled_gram_without_changing_the_answer():
     def op(C):
         return SquaredHingeOperator(rb, codes, 1, np.array([C, C]), None)
 
-    first = _WarmOperator(op(1.0))
+    first = CachedOperator(op(1.0))
     r1 = semismooth_newton(first, dim, tol=1e-10)
     known = first.result_at(r1.x)
     assert known is not None and known.hess is not None and first.zero is not None
     plain_op = op(10.0)
     plain = semismooth_newton(plain_op, dim, x0=r1.x, tol=1e-10)
-    warm_op = _WarmOperator(op(10.0), start=(r1.x, _scaled_pass(known, 10.0)), zero=_scaled_pass(first.zero, 10.0))
+    warm_op = CachedOperator(op(10.0), start=(r1.x, known.scaled(10.0)), zero=first.zero.scaled(10.0))
     warm = semismooth_newton(warm_op, dim, x0=r1.x, tol=1e-10)
     np.testing.assert_allclose(warm.objective, plain.objective, rtol=1e-12)
     np.testing.assert_allclose(warm.x, plain.x, rtol=1e-7, atol=1e-9)
     assert warm.n_iter == plain.n_iter and warm.n_passes <= plain.n_passes - 2  # opening and zero passes saved
     # what it hands the solver at the start is what passes would compute
     fresh = op(10.0).evaluate(r1.x, r1.x, (), "full")
-    scaled = _scaled_pass(known, 10.0)
+    scaled = known.scaled(10.0)
     np.testing.assert_allclose(scaled.hess, fresh.hess, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(scaled.grad, fresh.grad, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(scaled.loss, fresh.loss, rtol=1e-12)
@@ -298,66 +293,6 @@ def test_dask_ml_search_estimators(circles):
                          })
 def test_sklearn_compatible(estimator, check):
     check(estimator)
-
-
-# ---------------------------------------------------------------- CLI / pipeline helpers
-def test_parse_search_args():
-    assert parse_search_args(["C=1,10,100", "gamma=0.01,0.05", "k=500,1000"]) == {
-        "C": [1.0, 10.0, 100.0], "gamma": [0.01, 0.05], "n_components": [500, 1000]}
-    assert parse_search_args("C=1 gamma=scale,0.1 class_weight=none,balanced") == {
-        "C": [1.0], "gamma": ["scale", 0.1], "class_weight": [None, "balanced"]}
-    for bad, match in [(["C"], "NAME="), (["k=1.5"], "integer"), (["C=-1"], "positive"), (["foo=1"], "not a NystroemSVC"),
-                       (["C=a"], "number"), (["C=1", "C=2"], "twice"), ([], "at least one")]:
-        with pytest.raises(ValueError, match=match):
-            parse_search_args(bad)
-
-
-def test_write_cv_report(tmp_path, circles):
-    X, y = circles
-    grid = {"C": [1.0, 10.0, 100.0], "gamma": [0.1, 0.3], "n_components": [20, 40]}
-    search = NystroemSVCCV(grid, cv=3, random_state=0, refit=False).fit(X, y)
-    paths = write_cv_report(search, tmp_path / "report")
-    assert set(paths) == {"csv", "json", "markdown", "heatmap"}
-    assert all(p.exists() and p.stat().st_size > 0 for p in paths.values())
-    lines = paths["csv"].read_text().splitlines()
-    assert len(lines) == 1 + 12 and lines[0].startswith("rank,C,gamma,n_components,mean_test_score")
-    import json
-
-    doc = json.loads(paths["json"].read_text())
-    assert doc["best_params"] == search.best_params_ and len(doc["results"]) == 12
-    assert "| rank |" in paths["markdown"].read_text()
-    assert paths["heatmap"].read_bytes()[:4] == b"\x89PNG"
-    # also for scikit-learn's GridSearchCV over NystroemSVC
-    gs = GridSearchCV(NystroemSVC(n_components=20, random_state=0), {"C": [1.0, 10.0], "gamma": [0.1, 0.3]}, cv=3)
-    assert "heatmap" in write_cv_report(gs.fit(X, y), tmp_path / "gs", prefix="gs")
-
-
-def test_write_cv_report_without_matplotlib(tmp_path, circles, monkeypatch):
-    import builtins
-
-    X, y = circles
-    search = NystroemSVCCV({"C": [1.0, 10.0]}, cv=3, n_components=20, random_state=0, refit=False).fit(X, y)
-    real_import = builtins.__import__
-
-    def no_matplotlib(name, *args, **kw):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real_import(name, *args, **kw)
-
-    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
-    with pytest.warns(UserWarning, match="matplotlib"):
-        paths = write_cv_report(search, tmp_path)
-    assert "heatmap" not in paths and paths["csv"].exists()
-
-
-def test_search_and_report_for_the_cli_and_pipelines(tmp_path, circles):
-    X, y = circles
-    grid = parse_search_args(["C=1,10", "gamma=0.1,0.3", "k=20,40"])
-    search, paths = search_and_report(X, y, param_grid=grid, out_dir=tmp_path, cv=3, C=5.0, n_components=30,
-                                      random_state=0)
-    assert set(search.best_params_) == {"C", "gamma", "n_components"}
-    assert search.best_estimator_.n_components == search.best_params_["n_components"]
-    assert paths["heatmap"].exists() and paths["csv"].exists()
 
 
 def test_search_on_a_zarr_dataset(tmp_path, circles):
