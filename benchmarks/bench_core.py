@@ -1,4 +1,4 @@
-"""Issue 2 speed benchmark on a9a (C=10, γ=0.05), ratios measured in one run.
+"""Speed of dsvm on a9a (C=10, γ=0.05) against LIBSVM and LIBLINEAR, ratios measured in one run.
 
 1. dsvm ``fit`` (k=500, numpy input) vs scikit-learn ``SVC`` (LIBSVM), with test accuracy;
 2. the Newton solve vs LIBLINEAR's DCD (``LinearSVC(dual=True)``) and TRON
@@ -97,10 +97,10 @@ def bench_dsvm_numpy(Xtr, ytr, Xte, yte, k, repeats):
 
 
 def bench_same_features(clf, Xtr, ytr, repeats, budget_s):
-    from dsvm._validation import encode_labels
-    from dsvm.blockwise import as_row_blocks
-    from dsvm.operator import SquaredHingeOperator
+    from dsvm.blocks import as_row_blocks
+    from dsvm.problems import SquaredHingeOperator
     from dsvm.solvers import semismooth_newton
+    from dsvm.svm import encode_labels
 
     F32 = clf.feature_map_.transform_block(Xtr)
     F64 = F32.astype(np.float64)
@@ -149,7 +149,7 @@ def bench_cluster(train_zarr, Xtr, ytr, k, repeats):
     in the load of this shared machine hit both alike; medians are compared.
     """
     from dsvm import NystroemSVC, open_dataset
-    from dsvm.cluster import connect, local_cluster_kwargs
+    from dsvm.app.cluster import connect, local_cluster_kwargs
 
     params = dict(C=C, gamma=GAMMA, n_components=k, random_state=0)
     kwargs = local_cluster_kwargs()

@@ -10,7 +10,7 @@
 4. structure: SLSQP on the dual QP vs LIBSVM vs dsvm at N = 200, 800, 2000 (a9a).
 
 Everything runs in this process on in-memory data, one core per solver
-(BLAS limited to one thread; see :mod:`dsvm.experiments`).
+(BLAS limited to one thread; see :mod:`dsvm.experiments` and :mod:`dsvm.app.paper`).
 
 Usage::
 
@@ -30,7 +30,8 @@ from pathlib import Path
 
 from common import DEFAULT_DATA_DIR, REPO
 
-from dsvm.experiments import DEFAULTS, run_paper
+from dsvm.app.paper import run_paper
+from dsvm.experiments import DEFAULTS
 
 
 def main() -> None:
@@ -49,7 +50,7 @@ def main() -> None:
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(message)s")
-    for noisy in ("dsvm.solvers", "dsvm._base", "dsvm.operator", "dsvm.nystroem", "dsvm.reference", "dsvm.io"):
+    for noisy in ("dsvm.solvers", "dsvm.svm", "dsvm.problems", "dsvm.approx", "dsvm.reference", "dsvm.io"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     spec = {
         "name": "paper (benchmarks/bench_paper.py)",

@@ -1,4 +1,4 @@
-"""Issue 3 scale benchmark: a feature matrix larger than this machine's RAM, end to end.
+"""Scale: a feature matrix larger than this machine's RAM, end to end.
 
 Generates a synthetic zarr dataset (default 10M rows x 28 features), trains
 ``NystroemSVC(n_components=1000)`` on the default local Dask cluster (F = n x k
@@ -80,7 +80,7 @@ def main() -> None:
     import dask.config
 
     import dsvm
-    from dsvm.cluster import connect
+    from dsvm.app.cluster import connect
 
     workdir = Path(tempfile.mkdtemp(prefix="dsvm-scale-", dir=args.workdir))
     result: dict = {"machine": machine(), "rows": args.rows, "features": args.features, "k": args.k}

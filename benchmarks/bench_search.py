@@ -52,7 +52,7 @@ def bench_search(Xtr, ytr, Xte, yte, grid, repeats, folds):
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
     from dsvm import NystroemSVC
-    from dsvm.search import NystroemSVCCV
+    from dsvm import NystroemSVCCV
 
     cv = StratifiedKFold(folds, shuffle=True, random_state=0)
     runs = {"NystroemSVCCV": [], "GridSearchCV(NystroemSVC())": []}
@@ -154,7 +154,7 @@ def main(argv=None):
     logging.basicConfig(level=logging.WARNING)
     warnings.simplefilter("ignore", UserWarning)
 
-    from dsvm.search import parse_search_args
+    from dsvm.app.search_report import parse_search_args
 
     Xtr, ytr = load_libsvm(args.data_dir, "a9a", "train")
     Xte, yte = load_libsvm(args.data_dir, "a9a", "test")

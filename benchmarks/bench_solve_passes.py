@@ -3,7 +3,7 @@
 Each data set's Nyström features (uniform landmarks, the paper experiments' k
 and γ, seed 0) are made once; then the LA-SN solve of Table 3 (the subsample
 warm start, then the full solve, one thread) runs ``--repeats`` times with
-the cache of :class:`dsvm.losses.MarginCache` on and off, alternated so that
+the cache of :class:`dsvm.problems.losses.MarginCache` on and off, alternated so that
 both see the same machine load.  Both must reach the same objective to the
 last bit (the cache hands back the floats a recomputation gives).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from common import DEFAULT_DATA_DIR, REPO, machine, save_json, table
 
-from dsvm.experiments import PAPER_DATASETS, LinearProblem, _pm1, lasn_fits, load_split
+from dsvm.experiments import PAPER_DATASETS, LinearProblem, lasn_fits, load_split, signed_labels
 
 
 def solve_once(problem: LinearProblem, cache: bool, tol: float):
@@ -36,7 +36,7 @@ def solve_once(problem: LinearProblem, cache: bool, tol: float):
     if not cache:
         for o in (op, sub):
             if o is not None:
-                o._margin_cache = None
+                o.margin_cache = None
     t0 = time.perf_counter()
     res = newton_from_subsample(op, sub, problem.dim, tol=tol, hessian=problem.hessian())
     return time.perf_counter() - t0, res
@@ -50,7 +50,7 @@ def bench_dataset(name: str, data_dir: Path, work: Path, repeats: int, tol: floa
     with threadpool_limits(1):
         model = lasn_fits(split, gamma=ds.gamma, k=ds.k, repeats=1)[0][0]
         problem = LinearProblem(model.feature_map_.transform_block(split.X_train),
-                                _pm1(split.y_train, model.classes_), 10.0)
+                                signed_labels(split.y_train, model.classes_), 10.0)
         times = {True: [], False: []}
         objectives = {}
         for _ in range(repeats):

@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
                      worker_options=_worker_options()) as runner:
         with Client(runner) as client:
             client.wait_for_workers(runner.n_workers, timeout=float(os.environ.get("DSVM_WORKER_WAIT", 300)))
-        from dsvm.cli import main as dsvm_main
+        from dsvm.app.cli import main as dsvm_main
 
         return dsvm_main([*argv, "--scheduler-file", str(runner.scheduler_file)])
 

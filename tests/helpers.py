@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("DSVM_DATA_DIR", REPO.parent / "shared" / "data"))
 
 
@@ -41,6 +41,13 @@ def make_circles_problem(n: int = 600, p: int = 5, noise: float = 0.1, seed: int
     radius = np.sqrt(p) * 0.95
     y = np.where(np.linalg.norm(X, axis=1) + noise * rng.normal(size=n) > radius, 1, -1)
     return X, y
+
+
+def make_xor_problem(n: int, seed: int = 0):
+    """A non-linear problem whose optimal bias is about zero (LIBLINEAR regularises the bias)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    return X, np.where(X[:, 0] * X[:, 1] > 0, 1, -1)
 
 
 def zero_based_libsvm_files(tmp_path: Path) -> dict[str, Path]:
@@ -205,3 +212,17 @@ class DenseSquaredHinge:
 
     def max_sample_weight(self):
         return 1.0 if self.sw is None else float(self.sw.max())
+
+
+# ---------------------------------------------------------------- the command in a subprocess
+def run_dsvm(*args: str, cwd: Path, timeout: float = 120, check: bool = False):
+    """``python -m dsvm -q ARGS`` in a fresh process (a new interpreter, its own Dask cluster);
+    with ``check`` the exit status must be 0."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "dsvm", "-q", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+    if check:
+        assert proc.returncode == 0, f"dsvm {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
+    return proc

@@ -29,6 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..exceptions import ClusterSpecError, ModelFileError, NotDsvmOutputError, NoWorkersError, PipelineError
+from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS
+from ..signals import sigterm_cleanup
+from ..version import __version__
+
 logger = logging.getLogger("dsvm.cli")
 
 EXIT_USER_ERROR = 1
@@ -49,23 +54,20 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
-    from ._base import ESTIMATOR_LANDMARKS
-    from .operator import FEATURE_STORES
-
     g = p.add_argument_group("model")
     g.add_argument("-C", type=float, default=1.0, help="cost of the squared hinge loss (default 1)")
     g.add_argument("--gamma", default="scale", help="kernel gamma: a number, 'scale' or 'auto' (default scale)")
     g.add_argument("-k", "--n-components", type=int, default=500, help="number of landmarks (default 500)")
-    g.add_argument("--kernel", default="rbf", choices=["rbf", "poly", "sigmoid", "linear"])
+    g.add_argument("--kernel", default="rbf", choices=list(KERNELS))
     g.add_argument("--degree", type=int, default=3)
     g.add_argument("--coef0", type=float, default=0.0)
-    g.add_argument("--landmarks", default="uniform", choices=list(ESTIMATOR_LANDMARKS),
+    g.add_argument("--landmarks", default="uniform", choices=list(LANDMARK_METHODS),
                    help="uniform rows, k-means centres, or rows active under a smaller model (default uniform)")
-    g.add_argument("--hessian", default="auto", choices=["auto", "gram", "cg"])
+    g.add_argument("--hessian", default="auto", choices=list(HESSIANS))
     g.add_argument("--tol", type=float, default=1e-4)
     g.add_argument("--max-iter", type=int, default=100)
     g.add_argument("--class-weight", choices=["balanced"], default=None)
-    g.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    g.add_argument("--dtype", default="float32", choices=list(DTYPES))
     g.add_argument("--feature-store", default="auto", choices=list(FEATURE_STORES))
     g.add_argument("--random-state", type=int, default=0)
 
@@ -82,8 +84,7 @@ def _common_options(defaults: bool) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-
+    """The command line: the commands and their options (imports nothing heavy, for a fast ``--help``)."""
     parser = argparse.ArgumentParser(
         prog="dsvm", description="Large-scale kernel SVMs on Dask (LA-SN).", parents=[_common_options(True)]
     )
@@ -199,7 +200,7 @@ def _quiet_noisy_loggers(level: int) -> None:
 
 def _check_cluster_args(args) -> None:
     """Fail on a bad --cluster / --scheduler-file before any data is touched."""
-    from .cluster import load_cluster_spec
+    from .cluster import load_cluster_spec  # the command's heavy parts load when a command runs
 
     given = [getattr(args, a, None) is not None for a in ("cluster", "scheduler_address", "scheduler_file")]
     if sum(given) > 1:
@@ -227,8 +228,8 @@ def _connect(args):
 
 def _reference(path: str):
     """The dataset or model named by ``--like``."""
-    from . import io
-    from .model_io import load_model
+    from .. import io
+    from ..svm import load_model
 
     p = Path(path)
     if not p.exists():
@@ -238,7 +239,7 @@ def _reference(path: str):
 
 def _open_data(path: str, tmpdir: str | None = None, progress: bool = True):
     """A Dataset from a zarr store, or from a raw file ingested into ``tmpdir``."""
-    from . import io
+    from .. import io
 
     p = Path(path)
     if not p.exists():
@@ -264,9 +265,9 @@ def _check_writable_target(path: str, option: str, overwrite: bool, ours, what: 
     """Fail before the work, not after it, when an output file could not be written.
 
     The folder must exist and be writable, and an existing file must be a
-    ``what`` dsvm wrote and ``--overwrite`` given (the rule of :mod:`dsvm.replace`).
+    ``what`` dsvm wrote and ``--overwrite`` given (the rule of :mod:`dsvm.io.replace`).
     """
-    from .replace import NotDsvmOutputError, check_replaceable
+    from ..io import check_replaceable
 
     try:
         target = check_replaceable(path, overwrite, ours, what)
@@ -281,11 +282,18 @@ def _check_writable_target(path: str, option: str, overwrite: bool, ours, what: 
 
 
 def cmd_train(args) -> int:
-    from .checkpoint import check_checkpoint_path, kept_until_saved, remove_checkpoint
-    from .estimator import NystroemSVC
-    from .model_io import FORMAT, save_model
-    from .npz_files import npz_problem
-    from .scratch import temporary_folder
+    from ..blocks import temporary_folder
+    from ..model_selection import SCORINGS
+    from ..svm import (
+        NystroemSVC,
+        check_checkpoint_path,
+        kept_until_saved,
+        model_file_problem,
+        remove_checkpoint,
+        save_model,
+    )
+    from .report_files import check_output_folder
+    from .search_report import parse_search_args, search_and_report
 
     params = dict(
         C=args.C, gamma=_gamma(args.gamma), n_components=args.n_components, kernel=args.kernel,
@@ -298,8 +306,6 @@ def cmd_train(args) -> int:
         model.set_params(checkpoint=args.checkpoint)
     grid = None
     if args.search:
-        from .search import SCORINGS, parse_search_args
-
         try:
             grid = parse_search_args(args.search)
         except ValueError as exc:
@@ -308,12 +314,10 @@ def cmd_train(args) -> int:
             raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
     if not Path(args.data).exists():
         raise UserError(f"{args.data}: no such file or dataset")
-    _check_writable_target(args.model, "--model", args.overwrite, lambda p: npz_problem(p, FORMAT), "model")
+    _check_writable_target(args.model, "--model", args.overwrite, model_file_problem, "model")
     if args.checkpoint:
         check_checkpoint_path(args.checkpoint)
     if grid is not None:
-        from .replace import check_output_folder
-
         check_output_folder(_cv_report_dir(args), "report folder")
     keep = kept_until_saved() if args.checkpoint else contextlib.nullcontext()
     with temporary_folder(None, "train") as tmp, _connect(args), keep:
@@ -322,8 +326,6 @@ def cmd_train(args) -> int:
         if grid is None:
             model.fit(ds)
         else:
-            from .search import search_and_report
-
             search, paths = search_and_report(ds, param_grid=grid, out_dir=_cv_report_dir(args), cv=args.cv,
                                               scoring=args.scoring, **model.get_params())
             model = search.best_estimator_
@@ -350,8 +352,7 @@ def _cv_report_dir(args) -> str:
 
 
 def cmd_evaluate(args) -> int:
-    from .metrics import evaluate
-    from .model_io import load_model
+    from ..svm import evaluate, load_model
 
     model = load_model(args.model)
     ds = _open_data(args.data)
@@ -378,8 +379,8 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from .model_io import load_model
-    from .predict_io import OUTPUT_SUFFIXES, prediction_problem, write_predictions
+    from ..svm import load_model
+    from .predictions import OUTPUT_SUFFIXES, prediction_problem, write_predictions
 
     if Path(args.out).suffix.lower() not in OUTPUT_SUFFIXES:
         raise UserError(f"--out {args.out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
@@ -395,7 +396,7 @@ def cmd_predict(args) -> int:
 def cmd_ingest(args) -> int:
     import numpy as np
 
-    from . import io
+    from .. import io
 
     choice = {"auto": "auto", "true": True, "false": False}
     kwargs: dict[str, Any] = dict(format=args.format, y=args.labels, n_features=args.n_features,
@@ -410,8 +411,9 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_run(args, spec=None) -> int:
-    from .pipeline import load_pipeline, run_pipeline
-    from .replace import check_output_folder
+    from .pipeline import run_pipeline
+    from .pipeline_spec import load_pipeline
+    from .report_files import check_output_folder
 
     spec = load_pipeline(spec if spec is not None else args.pipeline, args.set)
     check_output_folder(spec["output"], "pipeline output folder")
@@ -440,7 +442,7 @@ def cmd_info(args) -> int:
     if not p.exists():
         raise UserError(f"{args.path}: no such file or dataset")
     if p.is_dir():
-        from . import io
+        from .. import io
 
         ds = io.open_dataset(p)
         info = {"kind": "dataset", "path": str(p), "n_samples": ds.n_samples, "n_features": ds.n_features,
@@ -448,7 +450,7 @@ def cmd_info(args) -> int:
                 "chunks": len(ds.X.chunks[0]),
                 "attrs": {k: v for k, v in ds.attrs.items() if k != "checksums"}}  # one per chunk: too long
     else:
-        from .model_io import load_model
+        from ..svm import load_model
 
         m = load_model(p)
         info = {"kind": "model", "path": str(p), "estimator": type(m).__name__, "kernel": m.feature_map_.spec.to_dict(),
@@ -462,7 +464,7 @@ def cmd_info(args) -> int:
 
 
 def cmd_clean(args) -> int:
-    from . import scratch
+    from .. import blocks, config
 
     if args.dirs:
         missing = [d for d in args.dirs if not Path(d).is_dir()]
@@ -470,13 +472,13 @@ def cmd_clean(args) -> int:
             raise UserError(f"{missing[0]}: no such folder")
         roots, recursive = args.dirs, True
     else:
-        roots, recursive = list(dict.fromkeys([scratch.scratch_base(), tempfile.gettempdir()])), False
+        roots, recursive = list(dict.fromkeys([config.scratch_base(), tempfile.gettempdir()])), False
     n_removed = 0
     for root in roots:
-        for item in scratch.find_leftovers(root, recursive=recursive):
+        for item in blocks.find_leftovers(root, recursive=recursive):
             if item.stale and not args.dry_run:
                 try:
-                    scratch.remove_leftover(item)
+                    blocks.remove_leftover(item)
                 except OSError as exc:
                     print(f"failed   {item.path}  ({item.kind}: {exc})")
                     continue
@@ -511,8 +513,6 @@ def _is_user_os_error(exc: OSError) -> bool:
 
 def _one_line(exc: BaseException, command: str) -> str:
     """The error as one line, naming the path (OS errors) or the operation that stopped (no workers)."""
-    from .blockwise import NoWorkersError
-
     if isinstance(exc, OSError) and type(exc).__module__ == "builtins" and exc.strerror:
         where = f"{exc.filename}: " if exc.filename is not None else ""
         text = f"{where}{exc.strerror}"
@@ -528,12 +528,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args)
-    from ._signals import sigterm_cleanup
-    from .blockwise import NoWorkersError
-    from .cluster import ClusterSpecError
-    from .model_io import ModelFileError
-    from .pipeline import PipelineError
-
     try:
         with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
             _check_cluster_args(args)

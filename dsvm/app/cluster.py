@@ -33,9 +33,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .cluster_schema import SCHEMAS, ClusterSpecError, check_adapt, check_kwargs
+from ..exceptions import ClusterSpecError
+from .cluster_schema import SCHEMAS, check_adapt, check_kwargs
+from .yaml_files import read_yaml_file
 
 logger = logging.getLogger(__name__)
 
@@ -63,14 +63,7 @@ assert set().union(*ALLOWED_MODULES.values()) <= set(SCHEMAS)
 
 def load_cluster_spec(path: str | os.PathLike) -> dict[str, Any]:
     """Read and validate a cluster spec file (see the module docstring)."""
-    path = Path(path)
-    if not path.exists():
-        raise ClusterSpecError(f"{path}: cluster spec file not found")
-    try:
-        spec = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ClusterSpecError(f"{path}: not valid YAML ({exc})") from None
-    return validate_cluster_spec(spec, str(path))
+    return validate_cluster_spec(read_yaml_file(path, ClusterSpecError, "cluster spec"), str(Path(path)))
 
 
 def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, Any]:

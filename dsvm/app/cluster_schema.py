@@ -33,11 +33,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..exceptions import ClusterSpecError
+
 __all__ = ["ClusterSpecError", "SCHEMAS", "ADAPT_SCHEMA", "check_kwargs", "check_adapt"]
-
-
-class ClusterSpecError(ValueError):
-    """A cluster spec file is missing, malformed or names a class or argument that is not allowed."""
 
 
 class _Invalid(ClusterSpecError):

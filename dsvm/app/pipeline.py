@@ -29,10 +29,10 @@ into memory for that, so only for small data; stratified and seeded)::
       split: {test_fraction: 0.2, random_state: 0}
 
 ``kind: paper`` runs the LA-SN paper's experiments instead of one fit (see
-:mod:`dsvm.experiments` and ``pipelines/paper.yaml``); its settings go under
+:mod:`dsvm.app.paper` and ``pipelines/paper.yaml``); its settings go under
 ``experiments: paper:`` and it needs no ``data`` or ``model`` section.
 
-Pipelines are read and checked by :mod:`dsvm.pipeline_spec` (every key at
+Pipelines are read and checked by :mod:`dsvm.app.pipeline_spec` (every key at
 every level, the model parameters, the inputs) before anything is written.
 """
 
@@ -45,44 +45,40 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from sklearn.model_selection import train_test_split
 
-from .pipeline_spec import (  # noqa: F401  (load_pipeline, PipelineError: this module's API too)
-    PipelineError,
-    check_inputs,
-    check_pipeline,
-    load_pipeline,
-    search_grid,
-)
-from .replace import OUTPUT_MARKER, check_output_folder, claim_output_folder, save_figure, write_report_file
+from ..exceptions import PipelineError
+from ..io import ingest, make_classification_zarr, open_dataset
+from ..svm import NystroemSVC, evaluate, save_model
+from .paper import run_paper
+from .pipeline_spec import check_inputs, check_pipeline, search_grid
+from .report import json_safe, machine_line, plot_accuracy_vs_k, plot_convergence, train_report_markdown
+from .report_files import OUTPUT_MARKER, check_output_folder, claim_output_folder, write_report_file
+from .search_report import cv_table, search_and_report
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["run_pipeline", "materialise_dataset", "DEMO_PIPELINE"]
 
-def _materialise(entry: dict[str, Any], target: Path, where: str, like=None):
+
+def materialise_dataset(entry: dict[str, Any], target: Path, where: str, like=None):
     """Open, ingest or generate one dataset entry of the pipeline (a file ingested ``like`` the
     training dataset: the same LIBSVM indexing base and width)."""
-    from . import io
-
     if not isinstance(entry, dict):
         raise PipelineError(f"{where}: expected a mapping with 'source', 'zarr' or 'generate'")
     if "zarr" in entry:
-        return io.open_dataset(entry["zarr"])
+        return open_dataset(entry["zarr"])
     if "generate" in entry:
         opts = dict(entry["generate"])
-        return io.make_classification_zarr(target, overwrite=True, **opts)
+        return make_classification_zarr(target, overwrite=True, **opts)
     if "source" in entry:
         opts = {k: v for k, v in entry.items() if k != "source"}
-        return io.ingest(entry["source"], target, overwrite=True, like=like, **opts)
+        return ingest(entry["source"], target, overwrite=True, like=like, **opts)
     raise PipelineError(f"{where}: give 'source' (a file to ingest), 'zarr' (a dataset) or 'generate'")
 
 
 def _split_dataset(ds, data_dir: Path, opts: Any):
     """``data: split:`` — a stratified, seeded train/test split of a small dataset (loaded into memory)."""
-    from sklearn.model_selection import train_test_split
-
-    from . import io
-
     if not isinstance(opts, dict) or set(opts) - {"test_fraction", "random_state"}:
         raise PipelineError(f"data.split: expected {{test_fraction: 0.2, random_state: 0}}, got {opts!r}")
     fraction = float(opts.get("test_fraction", 0.2))
@@ -92,112 +88,8 @@ def _split_dataset(ds, data_dir: Path, opts: Any):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=fraction, random_state=int(opts.get("random_state", 0)),
                                           stratify=y)
     dtype = str(ds.dtype)
-    return (io.ingest((Xtr, ytr), data_dir / "train_split.zarr", overwrite=True, dtype=dtype),
-            io.ingest((Xte, yte), data_dir / "test_split.zarr", overwrite=True, dtype=dtype))
-
-
-def _plot_convergence(stats: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        logger.warning("matplotlib is not installed; skipping %s (pip install 'dsvm[plots]')", path.name)
-        return False
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for prob in stats["problems"]:
-        hist = prob["history"]
-        if not hist:
-            continue
-        it = [h["iter"] for h in hist]
-        obj = np.array([h["objective"] for h in hist])
-        # gap of each iterate to the last one (the last is 0 by definition: not drawn)
-        gap = np.maximum((obj - obj[-1]) / max(abs(obj[-1]), 1e-300), 1e-16)
-        axes[0].semilogy(it[:-1], gap[:-1], marker="o", label=str(prob["class"]))
-        axes[1].semilogy(it, [h["grad_norm"] for h in hist], marker="o", label=str(prob["class"]))
-    axes[0].set(xlabel="Newton iteration", ylabel="(Φ − Φ_final) / Φ_final", title="objective")
-    axes[1].set(xlabel="Newton iteration", ylabel="‖∇Φ‖", title="gradient norm")
-    if len(stats["problems"]) > 1:
-        axes[1].legend(title="class")
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def _plot_accuracy_vs_k(rows: list[dict], path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ks = [r["n_components"] for r in rows]
-    ax.plot(ks, [100 * r["accuracy"] for r in rows], marker="o")
-    ax.set(xscale="log", xlabel="landmarks k", ylabel="test accuracy (%)", title="accuracy vs k")
-    ax2 = ax.twinx()
-    ax2.plot(ks, [r["fit_seconds"] for r in rows], marker="s", color="tab:orange")
-    ax2.set_ylabel("fit seconds", color="tab:orange")
-    fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def _markdown(report: dict[str, Any]) -> str:
-    m, ev = report["model"], report.get("evaluation")
-    lines = [f"# dsvm report: {report['name']}", ""]
-    lines += [f"- train: {report['data']['train']}", f"- test: {report['data'].get('test', '—')}"]
-    lines += [f"- model: NystroemSVC({', '.join(f'{k}={v!r}' for k, v in m['params'].items())})"]
-    lines += [f"- machine: {report['machine']}", ""]
-    t = report["timing"]
-    lines += ["| stage | seconds | share of fit |", "|---|---:|---:|"]
-    stages = {key.replace("_seconds", ""): t[key] for key in ("landmark_seconds", "feature_seconds", "solve_seconds")}
-    # checks, gamma="scale", label encoding, the feature store's setup and the solver's bookkeeping
-    stages["other"] = max(0.0, t["fit_seconds"] - sum(stages.values()))
-    for name, seconds in stages.items():
-        lines.append(f"| {name} | {seconds:.3f} | {100 * seconds / t['fit_seconds']:.0f} % |")
-    lines.append(f"| **fit** | **{t['fit_seconds']:.3f}** | |")
-    lines.append("")
-    if ev:
-        lines += [f"**Test accuracy: {100 * ev['accuracy']:.2f} %** on {ev['n_test']} rows "
-                  f"(balanced accuracy {100 * ev['balanced_accuracy']:.2f} %, predict {ev['predict_seconds']:.3f} s)", ""]
-        lines += ["| class | precision | recall | F1 | support |", "|---|---:|---:|---:|---:|"]
-        for c in ev["per_class"]:
-            lines.append(f"| {c['label']} | {c['precision']:.4f} | {c['recall']:.4f} | {c['f1']:.4f} | {c['support']} |")
-        lines.append("")
-    lines += ["## Newton iterations", "", "| class | iterations | passes | seconds | stop |", "|---|---:|---:|---:|---|"]
-    for p in report["solver"]["problems"]:
-        lines.append(f"| {p['class']} | {p['n_iter']} | {p['n_passes']} | {p['seconds']:.3f} | {p['stop_reason']} |")
-    lines.append("")
-    if report.get("cv_results"):
-        rows = report["cv_results"]
-        keys = [k for k in rows[0] if k not in ("rank", "mean_test_score", "std_test_score") and not k.startswith("split")
-                and not k.startswith("mean_") and not k.startswith("std_")]
-        lines += ["## Cross-validated search", "", "| rank | " + " | ".join(keys) + " | mean score | std |",
-                  "|---:|" + "---|" * len(keys) + "---:|---:|"]
-        for r in rows:
-            lines.append(f"| {r['rank']} | " + " | ".join(str(r[k]) for k in keys)
-                         + f" | {r['mean_test_score']:.4f} | {r['std_test_score']:.4f} |")
-        lines.append("")
-    if report.get("accuracy_vs_k"):
-        lines += ["## Accuracy vs k", "", "| k | accuracy | fit seconds |", "|---:|---:|---:|"]
-        for r in report["accuracy_vs_k"]:
-            lines.append(f"| {r['n_components']} | {100 * r['accuracy']:.2f} % | {r['fit_seconds']:.3f} |")
-        lines.append("")
-    for plot in report.get("plots", []):
-        lines.append(f"![{plot}]({plot})")
-    return "\n".join(lines) + "\n"
-
-
-def _machine() -> str:
-    import os
-    import platform
-
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return (ingest((Xtr, ytr), data_dir / "train_split.zarr", overwrite=True, dtype=dtype),
+            ingest((Xte, yte), data_dir / "test_split.zarr", overwrite=True, dtype=dtype))
 
 
 @contextmanager
@@ -256,27 +148,20 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     out = check_output_folder(spec["output"], "pipeline output folder")
     with _remove_new_empty_dirs_on_failure(out / "data"):
         if spec.get("kind") == "paper":
-            from .experiments import run_paper
-
             return run_paper(spec)
         return _run_train(spec, out)
 
 
 def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     """The ``kind: train`` pipeline: ingest, fit (or search), evaluate, report."""
-    from . import io
-    from .estimator import NystroemSVC
-    from .metrics import evaluate
-    from .model_io import save_model
-
     claim_output_folder(out, "pipeline output folder")
     data_dir = out / "data"
     data_dir.mkdir(exist_ok=True)
     t0 = time.perf_counter()
-    train = _materialise(spec["data"]["train"], data_dir / "train.zarr", "data.train")
+    train = materialise_dataset(spec["data"]["train"], data_dir / "train.zarr", "data.train")
     test_entry = spec["data"].get("test")
     split = spec["data"].get("split")
-    test = _materialise(test_entry, data_dir / "test.zarr", "data.test", like=train) if test_entry else None
+    test = materialise_dataset(test_entry, data_dir / "test.zarr", "data.test", like=train) if test_entry else None
     if split is not None:
         train, test = _split_dataset(train, data_dir, split)
     ingest_seconds = time.perf_counter() - t0
@@ -286,8 +171,6 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     search_spec = spec["model"].get("search")
     cv_rows, cv_plots = None, []
     if search_spec:
-        from .search import cv_table, search_and_report
-
         grid = search_grid(search_spec, f"pipeline {spec['name']}")
         search, paths = search_and_report(train, param_grid=grid, out_dir=out, cv=int(search_spec.get("cv", 5)),
                                           scoring=search_spec.get("scoring", "accuracy"), prefix="cv", **params)
@@ -303,7 +186,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     stats = model.solver_stats_
     report: dict[str, Any] = {
         "name": spec["name"],
-        "machine": _machine(),
+        "machine": machine_line(),
         "data": {"train": str(train.path), "test": str(test.path) if test is not None else None,
                  "n_train": train.n_samples, "n_features": train.n_features, "split": split},
         "model": {"estimator": "NystroemSVC", "params": params, "gamma": model.gamma_,
@@ -328,16 +211,13 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
             logger.info("accuracy vs k: k=%d accuracy=%.4f", k, rows[-1]["accuracy"])
         report["accuracy_vs_k"] = rows
     if (spec.get("report") or {}).get("plots", True):
-        if _plot_convergence(stats, out / "convergence.png"):
+        if plot_convergence(stats, out / "convergence.png"):
             report["plots"].append("convergence.png")
-        if report.get("accuracy_vs_k") and _plot_accuracy_vs_k(report["accuracy_vs_k"], out / "accuracy_vs_k.png"):
+        if report.get("accuracy_vs_k") and plot_accuracy_vs_k(report["accuracy_vs_k"], out / "accuracy_vs_k.png"):
             report["plots"].append("accuracy_vs_k.png")
-    from .experiments import json_safe
-
     write_report_file(out / "report.json", json.dumps(report, indent=2, default=json_safe))
-    write_report_file(out / "report.md", _markdown(report))
+    write_report_file(out / "report.md", train_report_markdown(report))
     logger.info("pipeline %s: report written to %s", spec["name"], out)
-    del io
     return report
 
 

@@ -11,15 +11,26 @@ runs what this module has checked.
 from __future__ import annotations
 
 import copy
+import inspect
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
+from sklearn.model_selection import ParameterGrid
+
+from ..exceptions import PipelineError
+from ..experiments import DEFAULTS, PAPER_DATASETS, dataset_settings, paper_config
+from ..io import ingest, make_classification_zarr
+from ..model_selection import check_search_params
+from ..reference import require_clarabel
+from ..svm import NystroemSVC, check_params, param_names
+from .search_report import ALIASES, parse_search_args
+from .yaml_files import read_yaml_file
 
 PIPELINE_KEYS = {"name", "description", "kind", "params", "output", "data", "model", "experiments", "report"}
 KINDS = ("train", "paper")
-ESTIMATORS = ("NystroemSVC",)
+PIPELINE_ESTIMATORS = ("NystroemSVC",)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # the keys each section may hold: exactly what run_pipeline (or dsvm.experiments) reads
@@ -27,17 +38,13 @@ PAPER_TOP_KEYS = PIPELINE_KEYS - {"data", "model"}
 DATA_KEYS = {"train", "test", "split"}
 SPLIT_KEYS = {"test_fraction", "random_state"}
 MODEL_KEYS = {"estimator", "params", "search"}
-SEARCH_KEYS = {"grid", "cv", "scoring"}
+SEARCH_SECTION_KEYS = {"grid", "cv", "scoring"}
 TRAIN_EXPERIMENT_KEYS = {"accuracy_vs_k"}
 PAPER_EXPERIMENT_KEYS = {"paper"}
 REPORT_KEYS = {"plots"}
 DATA_SOURCES = ("source", "zarr", "generate")
 # set by the pipeline itself when it ingests or generates, so not an option of a data entry
 _FIXED_IO_ARGS = {"source", "target", "path", "overwrite", "like"}
-
-class PipelineError(ValueError):
-    """A pipeline file is malformed."""
-
 
 def _substitute(value: Any, params: dict[str, Any], where: str) -> Any:
     if isinstance(value, str):
@@ -119,12 +126,7 @@ def _read_spec(path: str | Path | dict) -> tuple[str, dict[str, Any]]:
     if isinstance(path, dict):
         return "pipeline", copy.deepcopy(path)
     p = Path(path)
-    if not p.exists():
-        raise PipelineError(f"{p}: pipeline file not found")
-    try:
-        spec = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise PipelineError(f"{p}: not valid YAML ({exc})") from None
+    spec = read_yaml_file(p, PipelineError, "pipeline")
     if not isinstance(spec, dict):
         raise PipelineError(f"{p}: expected a mapping at the top level")
     return str(p), spec
@@ -188,8 +190,6 @@ def _check_keys(value: Any, allowed: set[str] | None, path: str, where: str) -> 
 
 def _kwarg_names(func) -> tuple[set[str], set[str]]:
     """``(all, required)`` keyword names of ``func``, less the ones the pipeline sets itself."""
-    import inspect
-
     sig = inspect.signature(func).parameters.values()
     named = [p for p in sig if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in _FIXED_IO_ARGS]
     return {p.name for p in named}, {p.name for p in named if p.default is p.empty}
@@ -197,8 +197,6 @@ def _kwarg_names(func) -> tuple[set[str], set[str]]:
 
 def _check_data_entry(entry: Any, path: str, where: str) -> None:
     """One of ``{source: FILE, <ingest options>}``, ``{zarr: DIR}`` or ``{generate: {...}}``."""
-    from .io import ingest, make_classification_zarr
-
     if not isinstance(entry, dict):
         raise PipelineError(f"{where}: {path} must be a mapping with 'source', 'zarr' or 'generate', got {entry!r}")
     given = [k for k in DATA_SOURCES if k in entry]
@@ -242,13 +240,11 @@ def _check_data(data: Any, where: str) -> None:
 
 def _estimator(params: dict[str, Any], path: str, where: str):
     """The pipeline's NystroemSVC with ``params``, its parameters checked as ``fit`` checks them."""
-    from .estimator import NystroemSVC
-
-    allowed = set(NystroemSVC._get_param_names())
+    allowed = set(param_names(NystroemSVC))
     _check_keys(params, allowed, path, where)
     try:
         est = NystroemSVC(**params)
-        est._check_params()
+        check_params(est)
     except (TypeError, ValueError) as exc:
         raise PipelineError(f"{where}: {path}: {exc}") from None
     return est
@@ -256,14 +252,11 @@ def _estimator(params: dict[str, Any], path: str, where: str):
 
 def search_grid(search: dict[str, Any], where: str) -> dict[str, list]:
     """``model.search.grid`` parsed as ``dsvm train --search`` parses its items (``k`` is ``n_components``)."""
-    from .estimator import NystroemSVC
-    from .search import ALIASES, parse_search_args
-
     grid = search.get("grid")
     if not isinstance(grid, dict) or not grid:
         raise PipelineError(f"{where}: model.search.grid must be a mapping such as "
                             "{C: [1, 10], gamma: [0.01, 0.05]}")
-    _check_keys(grid, set(NystroemSVC._get_param_names()) | set(ALIASES), "model.search.grid", where)
+    _check_keys(grid, set(param_names(NystroemSVC)) | set(ALIASES), "model.search.grid", where)
     try:
         return parse_search_args([f"{k}={','.join(str(v) for v in (vs if isinstance(vs, list) else [vs]))}"
                                   for k, vs in grid.items()])
@@ -273,17 +266,13 @@ def search_grid(search: dict[str, Any], where: str) -> dict[str, list]:
 
 def _check_search(search: Any, params: dict[str, Any], where: str) -> None:
     """Grid names and values, ``cv`` and ``scoring`` as NystroemSVCCV will take them."""
-    from sklearn.model_selection import ParameterGrid
-
-    from .search import NystroemSVCCV
-
-    search = _check_keys(search, SEARCH_KEYS, "model.search", where)
+    search = _check_keys(search, SEARCH_SECTION_KEYS, "model.search", where)
     grid = search_grid(search, where)
     cv = search.get("cv", 5)
     if isinstance(cv, bool) or not isinstance(cv, int) or cv < 2:
         raise PipelineError(f"{where}: model.search.cv must be an integer of at least 2, got {cv!r}")
     try:
-        NystroemSVCCV(grid, cv=cv, scoring=search.get("scoring", "accuracy"))._check_search_params()
+        check_search_params(search.get("scoring", "accuracy"), None)
     except ValueError as exc:
         raise PipelineError(f"{where}: model.search.scoring: {exc}") from None
     for point in ParameterGrid(grid):
@@ -293,8 +282,9 @@ def _check_search(search: Any, params: dict[str, Any], where: str) -> None:
 def _check_model(model: Any, where: str) -> dict[str, Any]:
     """``model:`` keys, the estimator, its parameters and the search step; returns the parameters."""
     model = _check_keys(model, MODEL_KEYS, "model", where)
-    if model.get("estimator", "NystroemSVC") not in ESTIMATORS:
-        raise PipelineError(f"{where}: model estimator {model.get('estimator')!r} unknown; choose one of {ESTIMATORS}")
+    if model.get("estimator", "NystroemSVC") not in PIPELINE_ESTIMATORS:
+        raise PipelineError(f"{where}: model estimator {model.get('estimator')!r} unknown; "
+                            f"choose one of {PIPELINE_ESTIMATORS}")
     params = dict(_check_keys(model.get("params"), None, "model.params", where))
     _estimator(params, "model.params", where)
     if model.get("search") is not None:
@@ -315,8 +305,6 @@ def _check_train_experiments(experiments: Any, params: dict[str, Any], where: st
 
 def _check_paper(spec: dict[str, Any], where: str) -> dict[str, Any]:
     """Every key of ``experiments: paper:`` against :data:`dsvm.experiments.DEFAULTS`; returns its config."""
-    from .experiments import DEFAULTS, PAPER_DATASETS, _dataset_settings, paper_config
-
     _check_keys(spec, PAPER_TOP_KEYS, "", where)
     experiments = _check_keys(spec.get("experiments"), PAPER_EXPERIMENT_KEYS, "experiments", where)
     section = _check_keys(experiments.get("paper"), set(DEFAULTS), "experiments.paper", where)
@@ -330,7 +318,7 @@ def _check_paper(spec: dict[str, Any], where: str) -> dict[str, Any]:
         cfg = paper_config(spec)
         for name, opts in options.items():
             _check_keys(opts, None, f"experiments.paper.dataset_options.{name}", where)
-            _dataset_settings(cfg, name)  # the per-data-set keys (gamma, k, k_grid, table4_k, table4_landmarks)
+            dataset_settings(cfg, name)  # the per-data-set keys (gamma, k, k_grid, table4_k, table4_landmarks)
     except (TypeError, ValueError) as exc:
         raise PipelineError(f"{where}: {exc}") from None
     if cfg["structure"]["dataset"] not in PAPER_DATASETS:  # else a KeyError after all other experiments
@@ -393,9 +381,7 @@ def _train_inputs(spec: dict[str, Any]) -> list[tuple[str, Path]]:
 
 
 def _paper_inputs(cfg: dict[str, Any]) -> list[tuple[str, Path]]:
-    """The LIBSVM files :func:`dsvm.experiments.run_paper` will ingest, as it picks them."""
-    from .experiments import PAPER_DATASETS
-
+    """The LIBSVM files :func:`dsvm.app.paper.run_paper` will ingest, as it picks them."""
     names = list(cfg["datasets"])
     if "structure" in cfg["parts"]:
         st = cfg["structure"]["dataset"]
@@ -419,10 +405,8 @@ def _require_clarabel(cfg: dict[str, Any]) -> None:
     """The structure benchmark's exact optimum comes from dsvm.reference, whose QPs need Clarabel."""
     if "structure" not in cfg["parts"]:
         return
-    from . import reference
-
     try:
-        reference._import_clarabel()
+        require_clarabel()
     except ImportError:
         raise PipelineError("the paper pipeline's structure experiment needs Clarabel: pip install '.[reference]' "
                             "(or leave 'structure' out of experiments.paper.parts)") from None
@@ -440,8 +424,6 @@ def check_inputs(spec: dict[str, Any], where: str) -> None:
         An input file or dataset that does not exist.
     """
     if spec.get("kind") == "paper":
-        from .experiments import paper_config
-
         cfg = paper_config(spec)
         _require_clarabel(cfg)
         _require_inputs(_paper_inputs(cfg), where)

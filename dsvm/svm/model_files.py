@@ -35,13 +35,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..approx import FeatureMap, KernelSpec
 from ..exceptions import ModelFileError
-from ..io import SUPPORTED_VERSION, MemberRules, meta_array, read_npz, write_npz
+from ..io import SUPPORTED_VERSION, MemberRules, meta_array, npz_problem, read_npz, write_npz
 from ..version import __version__
 from .base import check_params
 from .classifier import NystroemSVC
 from .regressor import NystroemSVR
 
-__all__ = ["ModelFileError", "save_model", "load_model", "FORMAT"]
+__all__ = ["ModelFileError", "save_model", "load_model", "model_file_problem", "FORMAT"]
 
 FORMAT = "dsvm-model"
 FORMAT_VERSION = SUPPORTED_VERSION
@@ -141,6 +141,11 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
         arrays["probB"] = np.asarray(model.probB_, dtype=np.float64)
     write_npz(path, arrays, overwrite=overwrite, what="model", expected_format=FORMAT)
     return Path(path)
+
+
+def model_file_problem(path: str | os.PathLike) -> str | None:
+    """None if ``path`` is a dsvm model file (by its metadata), else why it is not (e.g. before replacing it)."""
+    return npz_problem(Path(path), FORMAT)
 
 
 def _check_arrays(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> None:

@@ -1,4 +1,4 @@
-"""The dsvm command end to end in-process (dsvm.cli.main): ingest, train (with --search),
+"""The dsvm command end to end in-process (dsvm.app.cli.main): ingest, train (with --search),
 evaluate, predict, info, run, demo."""
 
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dsvm
-from dsvm.cli import main
+from dsvm.app.cli import main
 
 from helpers import make_circles_problem
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import re
 import inspect
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from dsvm.cluster import ClusterSpecError, connect, load_cluster_spec, validate_cluster_spec
+from dsvm.app.cluster import ClusterSpecError, connect, load_cluster_spec, validate_cluster_spec
+from helpers import run_dsvm
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "cluster").glob("*.yaml"))
@@ -73,7 +73,7 @@ def test_default_local_cluster_listens_on_localhost():
 def _jobqueue_cluster(name, tmp_path, monkeypatch):
     """Construct a dask-jobqueue cluster from a shipped spec without submitting any job."""
     pytest.importorskip("dask_jobqueue")
-    from dsvm.cluster import cluster_class
+    from dsvm.app.cluster import cluster_class
 
     monkeypatch.chdir(tmp_path)  # log_directory / shared_temp_directory are relative or ~
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -227,11 +227,6 @@ def test_connect_rejects_two_targets(tmp_path):
 # --------------------------------------------------------------------------- bad specs (CLI)
 
 
-def _dsvm(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dsvm.cli", "-q", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
-
-
 @pytest.fixture
 def tiny_libsvm(tmp_path):
     path = tmp_path / "tiny.libsvm"
@@ -261,23 +256,23 @@ CLI_CASES = {
 def test_cli_bad_spec_exits_1_with_one_line(tmp_path, tiny_libsvm, case):
     text, needles = CLI_CASES[case]
     spec = _write(tmp_path, text, "bad.yaml")
-    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
+    proc = run_dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
     _assert_one_line_error(proc, "bad.yaml", *needles)
     assert not (tmp_path / "HACKED").exists() and not (tmp_path / "m.npz").exists()
 
 
 def test_cli_missing_spec_exits_1_with_one_line(tmp_path, tiny_libsvm):
-    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", "no-such-spec.yaml", cwd=tmp_path)
+    proc = run_dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", "no-such-spec.yaml", cwd=tmp_path)
     _assert_one_line_error(proc, "no-such-spec.yaml", "not found")
 
 
 def test_cli_missing_scheduler_file_exits_1(tmp_path, tiny_libsvm):
-    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--scheduler-file", "nope.json", cwd=tmp_path)
+    proc = run_dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--scheduler-file", "nope.json", cwd=tmp_path)
     _assert_one_line_error(proc, "nope.json")
 
 
 def test_cli_two_targets_exits_1(tmp_path, tiny_libsvm):
-    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(REPO / "cluster" / "local.yaml"),
+    proc = run_dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(REPO / "cluster" / "local.yaml"),
                  "--scheduler-address", "tcp://127.0.0.1:1", cwd=tmp_path)
     _assert_one_line_error(proc, "at most one")
 
@@ -291,7 +286,7 @@ def test_cli_two_targets_exits_1(tmp_path, tiny_libsvm):
 ], ids=["bad-kwarg", "class-missing-from-module", "wait-for-workers-timeout"])
 def test_cli_unconstructible_spec_exits_1_with_one_line(tmp_path, tiny_libsvm, text):
     spec = _write(tmp_path, text, "bad.yaml")
-    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
+    proc = run_dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
     _assert_one_line_error(proc)
 
 
@@ -334,9 +329,9 @@ def test_preload_directly_under_kwargs_is_refused_and_never_runs_in_a_worker(tmp
     assert not marker.exists()
 
 
-def test_preload_in_slurm_scheduler_options_is_refused_and_never_runs_in_dsvm(tmp_path, monkeypatch):
+def test_preload_in_slurm_scheduler_options_is_refused_and_never_runs_inrun_dsvm(tmp_path, monkeypatch):
     pytest.importorskip("dask_jobqueue")
-    from dsvm.cluster import make_cluster
+    from dsvm.app.cluster import make_cluster
 
     monkeypatch.chdir(tmp_path)
     marker = tmp_path / "PWNED"
@@ -362,7 +357,7 @@ def test_cli_refuses_the_preload_spec_before_any_work(tmp_path, tiny_libsvm):
         kwargs: {n_workers: 1, host: 127.0.0.1, dashboard_address: 127.0.0.1:0,
           scheduler_kwargs: {preload: ["import os; open('PWNED','w').write(str(os.getpid()))"]}}
         """, "x.yaml")
-    proc = _dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
+    proc = run_dsvm("train", str(tiny_libsvm), "--model", "m.npz", "--cluster", str(spec), cwd=tmp_path)
     _assert_one_line_error(proc, "x.yaml", "preload", "refused")
     assert not marker.exists() and not (tmp_path / "m.npz").exists()
 
@@ -430,7 +425,7 @@ def test_minimal_spec_listens_on_localhost_only_dashboard_included(tmp_path):
 
 def test_minimal_jobqueue_spec_binds_scheduler_dashboard_and_workers_to_localhost(tmp_path, monkeypatch):
     pytest.importorskip("dask_jobqueue")
-    from dsvm.cluster import make_cluster
+    from dsvm.app.cluster import make_cluster
 
     monkeypatch.chdir(tmp_path)
     spec = validate_cluster_spec({**SLURM, "kwargs": {"cores": 1, "memory": "1GiB"}}, "x.yaml")
@@ -445,7 +440,7 @@ def test_minimal_jobqueue_spec_binds_scheduler_dashboard_and_workers_to_localhos
 
 
 def test_a_host_named_in_the_spec_is_kept():
-    from dsvm.cluster import local_listeners
+    from dsvm.app.cluster import local_listeners
 
     kw = local_listeners("LocalCluster", {"host": "0.0.0.0", "dashboard_address": "0.0.0.0:8787"})
     assert kw["host"] == "0.0.0.0" and kw["dashboard_address"] == "0.0.0.0:8787"

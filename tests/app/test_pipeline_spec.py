@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
-from dsvm.pipeline import DEMO_PIPELINE, PipelineError, load_pipeline, run_pipeline
+from dsvm.app.pipeline import DEMO_PIPELINE, run_pipeline
+from dsvm.app.pipeline_spec import PipelineError, load_pipeline
 
 PAPER = REPO / "pipelines" / "paper.yaml"
 
@@ -185,12 +186,12 @@ def test_missing_data_file_leaves_no_folder(tmp_path):
 
 
 def test_failure_during_the_run_removes_only_the_empty_folders_it_made(tmp_path, monkeypatch):
-    from dsvm import pipeline
+    from dsvm.app import pipeline
 
     def fail(*args, **kwargs):
         raise RuntimeError("ingest failed")
 
-    monkeypatch.setattr(pipeline, "_materialise", fail)
+    monkeypatch.setattr(pipeline, "materialise_dataset", fail)
     spec = load_pipeline(tiny(tmp_path))
     with pytest.raises(RuntimeError, match="ingest failed"):
         run_pipeline(spec)

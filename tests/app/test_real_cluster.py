@@ -7,17 +7,14 @@ same model as the default local cluster, with the tasks really executed by those
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers import make_circles_problem
+from helpers import make_circles_problem, run_dsvm
 from procs import spawn, stop
 
 pytestmark = pytest.mark.slow
@@ -64,11 +61,8 @@ def dask_cluster(tmp_path_factory):
             assert proc.poll() is not None
 
 
-def _dsvm(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "dsvm.cli", "-q", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, f"dsvm {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
-    return proc
+def _dsvm(*args: str, cwd: Path, timeout: float = 300):
+    return run_dsvm(*args, cwd=cwd, timeout=timeout, check=True)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +82,7 @@ def _executed(client) -> dict[str, int]:
 
 
 def _assert_same_model(path_a: Path, path_b: Path, X: np.ndarray) -> None:
-    from dsvm.model_io import load_model
+    from dsvm import load_model
 
     a, b = load_model(path_a), load_model(path_b)
     np.testing.assert_array_equal(a.components_, b.components_)
@@ -118,7 +112,7 @@ def test_train_on_attached_scheduler_matches_local(dask_cluster, dataset):
 
     _assert_same_model(tmp / "by-address.npz", tmp / "local.npz", X)
     _assert_same_model(tmp / "by-file.npz", tmp / "local.npz", X)
-    from dsvm.model_io import load_model
+    from dsvm import load_model
 
     assert np.mean(load_model(tmp / "local.npz").predict(X) == y) > 0.9  # it learnt the sphere
 
@@ -146,7 +140,7 @@ def test_evaluate_and_predict_on_attached_scheduler(dask_cluster, dataset):
     _dsvm("predict", "local.npz", data, "--out", "pred.npy", "--scheduler-address", address, cwd=tmp)
     after = _executed(client)
     assert all(after[w] > before[w] for w in after), (before, after)
-    from dsvm.model_io import load_model
+    from dsvm import load_model
 
     expected = load_model(tmp / "local.npz").predict(X)
     np.testing.assert_array_equal(np.load(tmp / "pred.npy"), expected)

@@ -104,7 +104,7 @@ def _sacct(since: str) -> dict[str, str] | None:
 
 
 def test_a9a_pipeline_on_slurm(slurm, tmp_path):
-    from dsvm.cluster import load_cluster_spec
+    from dsvm.app.cluster import load_cluster_spec
 
     data_dir = data_file("a9a.train").parent
     data_file("a9a.test")
@@ -135,7 +135,7 @@ def test_a9a_pipeline_on_slurm(slurm, tmp_path):
     t0 = time.monotonic()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "dsvm.cli", "-q", "run", str(PIPELINE.relative_to(REPO)),
+            [sys.executable, "-m", "dsvm", "-q", "run", str(PIPELINE.relative_to(REPO)),
              "--cluster", str(SPEC.relative_to(REPO)), "--set", f"output={out}", "--set", f"data_dir={data_dir}"],
             cwd=REPO, capture_output=True, text=True, timeout=900,
         )

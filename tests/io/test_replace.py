@@ -109,7 +109,8 @@ def test_a_dsvm_output_folder_still_keeps_a_user_folder_at_a_dataset_path(tmp_pa
 
 
 def test_pipeline_reruns_into_its_own_output_folder(tmp_path, libsvm_file, monkeypatch):
-    from dsvm.app.pipeline import load_pipeline, run_pipeline
+    from dsvm.app.pipeline import run_pipeline
+    from dsvm.app.pipeline_spec import load_pipeline
 
     monkeypatch.chdir(tmp_path)
     for _ in range(2):
