@@ -329,7 +329,7 @@ def primal_qp(
         Positive cost of the hinge loss.
     kernel : None, "linear" or KernelSpec, default=None
         ``None``/``"linear"`` is the textbook primal, linear in ``X``.  For a
-        :class:`~dsvm.kernels.KernelSpec` the primal lives in feature space; it
+        :class:`~dsvm.approx.KernelSpec` the primal lives in feature space; it
         is solved on the empirical feature map ``Φ`` (``ΦΦᵀ = K(X, X)`` from an
         eigendecomposition), which by the representer theorem has the same
         optimum.  ``w`` is then in the coordinates of ``Φ``
@@ -362,7 +362,7 @@ def primal_qp(
     if kernel is not None and not (kernel == "linear" or (isinstance(kernel, KernelSpec) and kernel.name == "linear")):
         if not isinstance(kernel, KernelSpec):
             raise ValueError(
-                f"kernel must be None, 'linear' or a KernelSpec (dsvm.kernels.make_kernel_spec), got {kernel!r}"
+                f"kernel must be None, 'linear' or a KernelSpec (dsvm.approx.make_kernel_spec), got {kernel!r}"
             )
         features = _empirical_features(kernel_matrix(X, X, kernel))
         Z = features
@@ -448,7 +448,7 @@ def dual_qp(
     ----------
     K : array-like of shape (n, n)
         Symmetric positive semidefinite kernel matrix of the training rows
-        (e.g. :func:`dsvm.kernels.kernel_matrix`).
+        (e.g. :func:`dsvm.approx.kernel_matrix`).
     y : array-like of shape (n,)
         Two distinct labels (see the module docstring).
     C : float

@@ -13,7 +13,7 @@ A cluster spec is a YAML file in the style of dask-ctl::
 
 Only classes from :data:`ALLOWED_MODULES` are ever imported, and their
 keyword arguments are checked against one schema per class
-(:mod:`dsvm.cluster_schema`), so a spec file cannot make dsvm, the scheduler
+(:mod:`dsvm.app.cluster_schema`), so a spec file cannot make dsvm, the scheduler
 or the workers import or run code (no ``preload``, no class names, no
 positional ``args``).  Every listener that a spec does not place explicitly
 (scheduler, dashboards, job-queue workers) is bound to 127.0.0.1
@@ -198,10 +198,10 @@ def make_cluster(spec: dict[str, Any], where: str = "cluster spec"):
 # glibc malloc settings for worker processes.  distributed sets
 # MALLOC_TRIM_THRESHOLD_=65536 so that workers hand freed memory back to the OS;
 # setting it also switches off glibc's adaptive mmap threshold, so every
-# temporary above 128 KiB is mmap-ed and page-faulted afresh.  Measured here,
-# one fused Newton pass over an 8140 x 500 block took 10.5 ms with that setting
-# and 4.2 ms with the values below (temporaries under 16 MiB reuse the heap;
-# feature blocks, larger, are still mmap-ed and returned when freed).
+# temporary above 128 KiB is mmap-ed and page-faulted afresh, which slows a
+# fused Newton pass over a block severalfold.  With the values below
+# temporaries under 16 MiB reuse the heap; feature blocks, larger, are still
+# mmap-ed and returned when freed.
 WORKER_MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(16 * 2**20), "MALLOC_MMAP_THRESHOLD_": str(16 * 2**20)}
 
 

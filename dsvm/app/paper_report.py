@@ -224,9 +224,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
         ax.set(xticks=np.arange(len(ds)), xticklabels=ds, yscale="log", ylabel="t_linear (s)",
                title="Linear solve on the same features, equal objective")
         ax.legend()
-        fig.tight_layout()
         save_figure(fig, out / "table3_t_linear.png", dpi=110)
-        plt.close(fig)
         names.append("table3_t_linear.png")
     if report["table4"]:
         fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
@@ -243,9 +241,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
         axes[1].set(xticks=x, xticklabels=ds, ylim=(max(0, lo - 3), 100.5), ylabel="test accuracy (%)",
                     title="test accuracy")
         axes[1].legend(loc="lower right")
-        fig.tight_layout()
         save_figure(fig, out / "table4_lasn_vs_libsvm.png", dpi=110)
-        plt.close(fig)
         names.append("table4_lasn_vs_libsvm.png")
     if report["sensitivity"]:
         n = len(report["sensitivity"])
@@ -260,9 +256,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
                 ax.set(xticks=range(len(s["C"])), xticklabels=[f"{c:g}" for c in s["C"]], yticks=range(len(s["k"])),
                        yticklabels=s["k"], xlabel="C", ylabel="k", title=f"{s['dataset']}: {title} accuracy (%)")
                 fig.colorbar(im, ax=ax)
-        fig.tight_layout()
         save_figure(fig, out / "sensitivity.png", dpi=100)
-        plt.close(fig)
         names.append("sensitivity.png")
     st = report.get("structure")
     if st and st["rows"]:
@@ -282,8 +276,6 @@ def write_plots(report: dict, out: Path) -> list[str]:
         ax.loglog(N, [r["dsvm_seconds"] for r in st["rows"]], "d-", color="C3", label="dsvm (LA-SN)")
         ax.set(xlabel="training rows N", ylabel="seconds", title=f"what structure is worth ({st['dataset']})")
         ax.legend(fontsize=8)
-        fig.tight_layout()
         save_figure(fig, out / "structure.png", dpi=110)
-        plt.close(fig)
         names.append("structure.png")
     return names

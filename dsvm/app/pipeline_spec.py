@@ -4,7 +4,7 @@ Every key, at every level, is checked when a pipeline is loaded (a typo such
 as ``model: parms:`` is an error naming ``model.parms``), and so are the model
 parameters, the search grid and the paper experiments' settings; the inputs
 (and Clarabel, for the paper's structure benchmark) are checked before a run
-writes anything.  Nothing here reads data or talks to Dask: :mod:`dsvm.pipeline`
+writes anything.  Nothing here reads data or talks to Dask: :mod:`dsvm.app.pipeline`
 runs what this module has checked.
 """
 

@@ -74,9 +74,7 @@ def plot_convergence(stats: dict, path: Path) -> bool:
     axes[1].set(xlabel="Newton iteration", ylabel="‖∇Φ‖", title="gradient norm")
     if len(stats["problems"]) > 1:
         axes[1].legend(title="class")
-    fig.tight_layout()
     save_figure(fig, path, dpi=110)
-    plt.close(fig)
     return True
 
 
@@ -92,9 +90,7 @@ def plot_accuracy_vs_k(rows: list[dict], path: Path) -> bool:
     ax2 = ax.twinx()
     ax2.plot(ks, [r["fit_seconds"] for r in rows], marker="s", color="tab:orange")
     ax2.set_ylabel("fit seconds", color="tab:orange")
-    fig.tight_layout()
     save_figure(fig, path, dpi=110)
-    plt.close(fig)
     return True
 
 

@@ -84,8 +84,15 @@ def write_report_file(path: str | os.PathLike, content: str | bytes | Callable[[
 
 
 def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> Path:
-    """A matplotlib figure as a PNG file of a report folder (see :func:`write_report_file`)."""
-    return write_report_file(path, lambda f: fig.savefig(f, format="png", **savefig_kwargs))
+    """A matplotlib figure, laid out tight, as a PNG file of a report folder (see :func:`write_report_file`);
+    the figure is closed afterwards (pyplot keeps every open figure in memory)."""
+    import matplotlib.pyplot as plt  # loaded already: the figure was made with it
+
+    fig.tight_layout()
+    try:
+        return write_report_file(path, lambda f: fig.savefig(f, format="png", **savefig_kwargs))
+    finally:
+        plt.close(fig)
 
 
 def pyplot(what: str = "the plots"):

@@ -222,9 +222,7 @@ def _plot_heatmap(search, path: Path, scoring: str) -> Path | None:
                 ax.text(b, a, f"{M[a, b]:.4f}" + ("*" if is_best else ""), ha="center", va="center", fontsize=8,
                         color="black" if M[a, b] > mid else "white", fontweight="bold" if is_best else "normal")
     fig.colorbar(im, ax=ax)
-    fig.tight_layout()
     save_figure(fig, path, dpi=110)
-    plt.close(fig)
     return path
 
 

@@ -25,7 +25,8 @@ import json
 import os
 import stat
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,17 +232,24 @@ def _read_meta_member(path: Path, z: zipfile.ZipFile, file_size: int, expected_f
     return _check_format(path, _loads(path, _read_data(path, z, info, header).tobytes()), expected_format)
 
 
-def read_meta(path: str | os.PathLike, expected_format: str) -> dict:
-    """Only the metadata of an archive (e.g. to recognise a file before replacing it)."""
-    path = Path(path)
+@contextmanager
+def _opened(path: Path, expected_format: str) -> Iterator[tuple[zipfile.ZipFile, int]]:
+    """The archive and the file's size; a read error inside becomes a :class:`ModelFileError` naming the file."""
     f, z = _open_zip(path, expected_format)
     with f, z:
         try:
-            return _read_meta_member(path, z, os.fstat(f.fileno()).st_size, expected_format)
+            yield z, os.fstat(f.fileno()).st_size
         except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
             if isinstance(exc, ModelFileError):
                 raise
             raise ModelFileError(f"{path}: not a dsvm file or corrupted ({exc})") from None
+
+
+def read_meta(path: str | os.PathLike, expected_format: str) -> dict:
+    """Only the metadata of an archive (e.g. to recognise a file before replacing it)."""
+    path = Path(path)
+    with _opened(path, expected_format) as (z, file_size):
+        return _read_meta_member(path, z, file_size, expected_format)
 
 
 KIND_NAMES = {"f": "floating point", "iu": "integers", "biuf": "numbers", "biufU": "numbers or strings"}
@@ -281,18 +289,11 @@ def read_npz(path: str | os.PathLike, expected_format: str,
     name are not read.
     """
     path = Path(path)
-    f, z = _open_zip(path, expected_format)
-    with f, z:
-        try:
-            file_size = os.fstat(f.fileno()).st_size
-            meta = _read_meta_member(path, z, file_size, expected_format)
-            member_rules = rules(path, meta)
-            infos = {name: info for name in member_rules.shapes if (info := _member(z, name)) is not None}
-            headers = {name: _header(path, z, info, file_size) for name, info in infos.items()}
-            _unify(path, member_rules, headers)
-            arrays = {name: _read_data(path, z, infos[name], headers[name]) for name in infos}
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
-            if isinstance(exc, ModelFileError):
-                raise
-            raise ModelFileError(f"{path}: not a dsvm file or corrupted ({exc})") from None
+    with _opened(path, expected_format) as (z, file_size):
+        meta = _read_meta_member(path, z, file_size, expected_format)
+        member_rules = rules(path, meta)
+        infos = {name: info for name in member_rules.shapes if (info := _member(z, name)) is not None}
+        headers = {name: _header(path, z, info, file_size) for name, info in infos.items()}
+        _unify(path, member_rules, headers)
+        arrays = {name: _read_data(path, z, infos[name], headers[name]) for name in infos}
     return meta, arrays

@@ -3,7 +3,7 @@
 * :func:`compression` recognises gzip, xz and bzip2 by their magic bytes (so
   the file name does not matter); :func:`open_binary` decompresses them as a
   stream, and a truncated or corrupted stream raises
-  :class:`~dsvm.io.errors.InputFileError` naming the file, whatever the
+  :class:`~dsvm.exceptions.InputFileError` naming the file, whatever the
   compression library raised;
 * uncompressed files are cut into byte ranges (:func:`byte_ranges`) that
   tasks read independently (:func:`read_range`): a range owns the lines that

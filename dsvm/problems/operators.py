@@ -136,7 +136,7 @@ class LossOperator:
         hess = out["hess"]
         if hess is not None:
             # packed (1-d) from other processes, a matrix in this one, or a scalar 0.0
-            # when no block had a row to add (see dsvm.losses._GramSum.result)
+            # when no block had a row to add (see losses._GramSum.result)
             if np.ndim(hess) == 1:
                 hess = 2.0 * unpack_symmetric(hess)
             elif np.ndim(hess) == 2:

@@ -12,8 +12,7 @@ and that is the objective this solver reports.  With LIBLINEAR's default
 ``s = 1`` the bias penalty ``½ b²`` is tiny next to the loss of a large
 problem, so the optimum of the semismooth Newton method's objective is missed
 by at most ``½ b*²``; a large ``s`` makes that smaller still but slows DCD
-down badly (measured on a9a: ``s = 100`` had not converged after 1000
-epochs).
+down badly.
 
 The feature matrix must fit in this process's memory (see
 :meth:`dsvm.problems.SquaredHingeOperator.gather`); out-of-core block

@@ -84,7 +84,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     probability : bool, default=False
         Also fit Platt sigmoids on held-out decision values (an internal
         5-fold cross-validation on the fit's feature matrix, see
-        :mod:`dsvm.calibration`) and enable :meth:`predict_proba` /
+        :mod:`dsvm.svm.calibration`) and enable :meth:`predict_proba` /
         :meth:`predict_log_proba`.  Makes ``fit`` slower (five more solves
         per binary problem, warm-started).  Multiclass: one-vs-rest sigmoids,
         normalised to sum to one.
@@ -101,7 +101,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         (``dsvm.scratch-directory``), or recomputed from ``X`` every pass.
         ``"auto"`` keeps them in memory when they take at most
         ``dsvm.memory-fraction`` of it and otherwise picks the cheaper of the
-        other two (:func:`dsvm.operator.plan_feature_store`).
+        other two (:func:`dsvm.problems.plan_feature_store`).
     block_rows : int or None, default=None
         Rows per block when splitting in-memory input (``None``: about 64 MiB
         of features per block, split further so that every core gets blocks;
@@ -119,7 +119,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     checkpoint : str, path or None, default=None
         With ``solver="newton"``: write the fit's state to this file after every
         Newton iteration and resume from it when fitting again (see
-        :mod:`dsvm.checkpoint`); removed once the fit completes.
+        :mod:`dsvm.svm.checkpoint`); removed once the fit completes.
     random_state : int, RandomState or None, default=None
 
     Attributes
