@@ -21,7 +21,6 @@ from .kernels import (
     sq_distances,
 )
 from .landmarks import (
-    LANDMARK_METHODS,
     Landmarks,
     clip_n_components,
     dense_rows,
@@ -36,7 +35,7 @@ __all__ = [
     "KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
     "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_matrix",
     "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS",
-    "LANDMARK_METHODS", "Landmarks", "dense_rows", "first_unique", "clip_n_components", "uniform_landmarks",
+    "Landmarks", "dense_rows", "first_unique", "clip_n_components", "uniform_landmarks",
     "kmeans_landmarks", "select_landmarks",
     "DEFAULT_EIG_RTOL", "default_eig_rtol", "nystroem_normalization", "FeatureMap", "fit_feature_map",
     "KernelColumnsMap", "ProjectedMap",
