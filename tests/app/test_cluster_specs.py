@@ -329,7 +329,7 @@ def test_preload_directly_under_kwargs_is_refused_and_never_runs_in_a_worker(tmp
     assert not marker.exists()
 
 
-def test_preload_in_slurm_scheduler_options_is_refused_and_never_runs_inrun_dsvm(tmp_path, monkeypatch):
+def test_preload_in_slurm_scheduler_options_is_refused_and_never_runs_in_dsvm(tmp_path, monkeypatch):
     pytest.importorskip("dask_jobqueue")
     from dsvm.app.cluster import make_cluster
 
