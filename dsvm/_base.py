@@ -40,10 +40,12 @@ from .blockwise import (
 from .checkpoint import Checkpoint, data_fingerprint, restore_done, restore_feature_map, restore_solver_state
 from .kernels import KERNELS, make_kernel_spec
 from .landmarks import LANDMARK_METHODS, Landmarks, dense_rows, first_unique, select_landmarks
-from .nystroem import fit_feature_map
+from .nystroem import default_eig_rtol, fit_feature_map
 from .operator import FEATURE_STORES, FeatureStore, active_row_sample, decision_blocks
 from .solvers import choose_hessian, newton_from_subsample, semismooth_newton
 from .solvers.dcd import dual_coordinate_descent
+from .solvers.pegasos import PROGRESS_TOL as PEGASOS_PROGRESS_TOL
+from .solvers.pegasos import WINDOW as PEGASOS_WINDOW
 from .solvers.pegasos import pegasos
 from .solvers.tron import trust_region_newton
 
@@ -54,7 +56,7 @@ SOLVER_OPTIONS = {
     "newton": {"cg_max_iter", "refresh_every", "warm_start", "warm_rows"},
     "tron": {"cg_max_iter", "cg_rtol"},
     "dcd": {"intercept_scaling"},
-    "pegasos": {"epochs", "batch_size"},
+    "pegasos": {"epochs", "batch_size", "progress_tol"},
 }
 HESSIANS = ("auto", "gram", "cg")
 BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
@@ -96,6 +98,16 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
     if res.method == "dcd":
         warnings.warn(f"{label}LIBLINEAR's DCD reached its iteration limit; increase max_iter",
                       ConvergenceWarning, stacklevel=4)
+        return
+    if res.method == "pegasos":
+        objs = [h["objective"] for h in res.history]
+        window = min(len(objs) - 1, PEGASOS_WINDOW)
+        rate = (objs[-1 - window] - objs[-1]) / abs(objs[-1]) / window if window > 0 else float("nan")
+        warnings.warn(
+            f"{label}pegasos used its budget of {len(objs)} epochs while the hinge objective still changed by "
+            f"{rate:.1e} per epoch (relative); raise solver_options['epochs'] or use solver='newton'",
+            ConvergenceWarning, stacklevel=4,
+        )
         return
     hint = (
         "; float32 features limit the attainable accuracy, use dtype='float64'"
@@ -199,7 +211,8 @@ class NystroemBase(BaseEstimator):
         if self.solver == "dcd":
             return dual_coordinate_descent(op, dim, tol=self.tol, max_iter=max(self.max_iter, 1000), label=label,
                                            random_state=resolve_seed(self.random_state), **options)
-        return pegasos(op, dim, C=self.C, n_epochs=options.get("epochs", 10), batch_size=options.get("batch_size", 64),
+        return pegasos(op, dim, C=self.C, n_epochs=options.get("epochs"), batch_size=options.get("batch_size", 64),
+                       progress_tol=options.get("progress_tol", PEGASOS_PROGRESS_TOL),
                        random_state=resolve_seed(self.random_state), label=label)
 
     # ------------------------------------------------------------------ checks
@@ -323,9 +336,14 @@ class NystroemBase(BaseEstimator):
         if self.landmarks == "active":
             lm = stage1(spec, k)
         else:
-            lm = select_landmarks(X_rb, k, self.landmarks, self.random_state, self.kmeans_iter)
-        fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol)
-        timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_passes": lm.n_passes}
+            rtol = default_eig_rtol(self.dtype) if self.eig_rtol is None else float(self.eig_rtol)
+            lm = select_landmarks(X_rb, k, self.landmarks, self.random_state, self.kmeans_iter, spec=spec, rtol=rtol)
+        t_select = time.perf_counter() - t0
+        fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(self.dtype), eig_rtol=self.eig_rtol,
+                               method=lm.feature_map)
+        # landmark_seconds: choosing the landmarks and building their Nyström map
+        timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_select_seconds": t_select,
+                  "landmark_passes": lm.n_passes}
         return fmap, lm, gamma, timing
 
     def _fit_problems(
@@ -351,7 +369,7 @@ class NystroemBase(BaseEstimator):
         ckpt, state = self._open_checkpoint(X_rb, aligned[0], aligned[1])
         if state is not None:
             fmap, lm_indices, gamma = restore_feature_map(state)
-            timing = {"landmark_seconds": 0.0, "landmark_passes": 0}
+            timing = {"landmark_seconds": 0.0, "landmark_select_seconds": 0.0, "landmark_passes": 0}
             done, resume, first = restore_done(state), restore_solver_state(state), int(state["meta"]["problem"])
         else:
             fmap, lm, gamma, timing = self._feature_map(

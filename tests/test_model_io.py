@@ -200,3 +200,13 @@ def test_prediction_files_keep_long_string_labels_whole(tmp_path, suffix):
     else:
         got = np.array(out.read_text().splitlines()[1:])
     np.testing.assert_array_equal(got.astype(str), y.astype(str))
+
+
+def test_round_trip_pivoted_landmarks_keeps_the_triangular_map(tmp_path):
+    X, y = make_circles_problem(n=400, seed=6)
+    model = NystroemSVC(n_components=50, gamma=0.3, C=5.0, landmarks="pivoted", random_state=0).fit(X, y)
+    assert not np.triu(model.normalization_, 1).any()
+    loaded = load_model(save_model(model, tmp_path / "m.npz"))
+    np.testing.assert_array_equal(loaded.normalization_, model.normalization_)
+    np.testing.assert_allclose(loaded.decision_function(X), model.decision_function(X))
+    assert loaded.get_params()["landmarks"] == "pivoted"

@@ -16,11 +16,31 @@ moved by the same sub-gradient step.
 Epochs visit the blocks in a random order and the rows of a block in a random
 order (a sequential chain of tasks on a cluster; see
 :meth:`dsvm.blockwise.RowBlocks.fold`).
+
+What is returned is the weighted average of the iterates, ``x̄_t = (1 − ρ_t)
+x̄_{t−1} + ρ_t x_t`` with ``ρ_t = 2 / (t + 1)`` (weights proportional to
+``t``; Lacoste-Julien, Schmidt & Bach 2012): with ``1/(λ t)`` steps the last
+iterate swings far around the optimum while the average converges at the
+``O(1/(λ T))`` rate and its objective falls steadily, which makes the
+stopping test below meaningful.  On splice (C = 10, k = 300) ten epochs gave
+52.97 % test accuracy from the last iterate and 81.8 % from the average.
+
+When to stop.  The step-size scale is ``1/λ = C n`` steps: before that the
+steps are longer than one and the iterate is still dominated by them.  The
+default budget is ``1/λ`` steps, i.e. ``C · batch_size`` epochs (at least
+:data:`MIN_EPOCHS`, at most :data:`MAX_EPOCHS`).  After each epoch one more
+pass evaluates the hinge objective of the average; the solve has converged
+when that objective fell by less than ``progress_tol`` per epoch, relative,
+over the last :data:`WINDOW` epochs (and did not rise).  A budget used up
+before that returns ``converged=False``; the estimator then warns.  On
+splice and a 8,000-row sample of a9a (C = 10, batch 64) the test fires after
+200–400 epochs, within 0.1 point of Newton's test accuracy.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import numpy as np
@@ -29,12 +49,24 @@ from .newton import SolverResult
 
 logger = logging.getLogger(__name__)
 
+MIN_EPOCHS = 20
+MAX_EPOCHS = 1000
+WINDOW = 5  # epochs over which the objective's progress is measured
+PROGRESS_TOL = 1e-3
+
+
+def default_epochs(C: float, batch_size: int) -> int:
+    """The epoch budget for ``1/λ = C n`` steps of ``batch_size`` rows: ``C · batch_size`` epochs,
+    clipped to ``[MIN_EPOCHS, MAX_EPOCHS]``."""
+    return int(min(MAX_EPOCHS, max(MIN_EPOCHS, math.ceil(C * batch_size))))
+
 
 def pegasos_block(F, codes, sample_weight, state, params):
     """Run the Pegasos steps of one block; returns the updated state dict."""
     from ..losses import labels_pm1, row_costs
 
     w, b, t = state["w"].copy(), float(state["b"]), int(state["t"])
+    w_avg, b_avg = state["w_avg"].copy(), float(state["b_avg"])
     lam, C, batch = params["lam"], params["C"], params["batch_size"]
     y = labels_pm1(codes, params["positive"])
     weight = row_costs(codes, sample_weight, params["class_cost"]) / C
@@ -57,16 +89,60 @@ def pegasos_block(F, codes, sample_weight, state, params):
         norm = np.linalg.norm(w)
         if norm > radius:
             w *= radius / norm
-    return {"w": w, "b": b, "t": t}
+        rho = 2.0 / (t + 1)
+        w_avg += rho * (w - w_avg)
+        b_avg += rho * (b - b_avg)
+    return {"w": w, "b": b, "t": t, "w_avg": w_avg, "b_avg": b_avg}
 
 
-def pegasos(op, dim: int, *, C: float, n_epochs: int = 5, batch_size: int = 64, random_state: int | None = 0,
-            label: str = "") -> SolverResult:
-    """Pegasos on a :class:`~dsvm.operator.SquaredHingeOperator`'s features and labels."""
+def _progress_stalled(objectives: list[float], tol: float) -> bool:
+    """The objective fell by at most ``tol`` per epoch (relative) over the last ``WINDOW`` epochs, and did not rise."""
+    if len(objectives) <= WINDOW:
+        return False
+    before, now = objectives[-1 - WINDOW], objectives[-1]
+    drop = (before - now) / max(abs(now), np.finfo(float).tiny)
+    return 0.0 <= drop <= WINDOW * tol
+
+
+def pegasos(op, dim: int, *, C: float, n_epochs: int | None = None, batch_size: int = 64,
+            progress_tol: float = PROGRESS_TOL, random_state: int | None = 0, label: str = "") -> SolverResult:
+    """Pegasos on a :class:`~dsvm.operator.SquaredHingeOperator`'s features and labels.
+
+    Parameters
+    ----------
+    op : SquaredHingeOperator
+    dim : int
+        Features + 1 (the bias).
+    C : float
+        Cost of the hinge loss (``λ = 1 / (C n)``).
+    n_epochs : int or None
+        Epoch budget; ``None``: :func:`default_epochs`.
+    batch_size : int
+        Rows per step.
+    progress_tol : float
+        Converged when the hinge objective of the averaged iterate fell by less
+        than this per epoch (relative) over the last ``WINDOW`` epochs.
+    random_state : int or None
+        Seed of the visiting order.
+    label : str
+        Prefix for log lines.
+
+    Returns
+    -------
+    SolverResult
+        ``stop_reason`` is ``"progress"`` (converged) or ``"epochs"`` (the
+        budget ran out first: ``converged=False``).
+    """
     start = time.perf_counter()
     passes0 = op.n_passes
     F, (codes, sw) = op.features, op.aligned
     n = F.n_rows
+    budget = default_epochs(C, batch_size) if n_epochs is None else n_epochs
+    for name, value in (("epochs", budget), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"solver_options {name} must be a positive integer, got {value!r}")
+    if not (isinstance(progress_tol, (int, float)) and progress_tol > 0):
+        raise ValueError(f"solver_options progress_tol must be a positive number, got {progress_tol!r}")
     class_cost = op.fixed_params["class_cost"]
     params = {
         "lam": 1.0 / (C * n), "C": float(C), "batch_size": int(batch_size), "positive": op.fixed_params["positive"],
@@ -76,23 +152,33 @@ def pegasos(op, dim: int, *, C: float, n_epochs: int = 5, batch_size: int = 64, 
     if sw is not None:
         params["max_weight"] *= float(sw.map_reduce(_max_block, combine=max))
     rng = np.random.default_rng(params["seed"])
-    state = {"w": np.zeros(dim - 1), "b": 0.0, "t": 0}
-    history = []
-    for epoch in range(1, n_epochs + 1):
+    state = {"w": np.zeros(dim - 1), "b": 0.0, "t": 0, "w_avg": np.zeros(dim - 1), "b_avg": 0.0}
+    history: list[dict] = []
+    objectives: list[float] = []
+    converged = False
+    for epoch in range(1, budget + 1):
         t0 = time.perf_counter()
         state = F.fold(pegasos_block, state, aligned=(codes, sw), shared=(params,), order=rng.permutation(F.n_blocks))
         op.n_passes += 1
-        x = np.concatenate([state["w"], [state["b"] if op.fit_intercept else 0.0]])
-        obj = op.hinge_objective(x)
+        obj = op.hinge_objective(_point(state, op.fit_intercept))
+        objectives.append(obj)
         history.append({"iter": epoch, "objective": obj, "steps": state["t"], "seconds": time.perf_counter() - t0})
         logger.info("%spegasos epoch=%d steps=%d hinge objective=%.8e %.3fs", label, epoch, state["t"], obj,
                     history[-1]["seconds"])
-    x = np.concatenate([state["w"], [state["b"] if op.fit_intercept else 0.0]])
+        if _progress_stalled(objectives, progress_tol):
+            converged = True
+            break
     return SolverResult(
-        x=x, objective=history[-1]["objective"], n_iter=int(state["t"]), converged=True, grad_norm=float("nan"),
-        grad_norm0=float("nan"), n_passes=op.n_passes - passes0, seconds=time.perf_counter() - start,
-        method="pegasos", stop_reason="epochs", history=history,
+        x=_point(state, op.fit_intercept), objective=objectives[-1] if objectives else float("nan"),
+        n_iter=int(state["t"]), converged=converged, grad_norm=float("nan"), grad_norm0=float("nan"),
+        n_passes=op.n_passes - passes0, seconds=time.perf_counter() - start, method="pegasos",
+        stop_reason="progress" if converged else "epochs", history=history,
     )
+
+
+def _point(state: dict, fit_intercept: bool) -> np.ndarray:
+    """``(w̄, b̄)``: the averaged iterate (bias 0 without an intercept)."""
+    return np.concatenate([state["w_avg"], [state["b_avg"] if fit_intercept else 0.0]])
 
 
 def _max_block(v):
