@@ -133,8 +133,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     eig_rtol : float or None, default=None
         Relative cut-off for eigenvalues of ``K(L, L)``; ``None`` picks
         ``1e-6`` for float32 and ``1e-10`` for float64 features.
-    kmeans_iter : int, default=3
-        Lloyd passes for ``landmarks="kmeans"``.
+    kmeans_iter : int, default=1
+        Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
+        seeds drawn on a sample of ``10 k`` rows (:mod:`dsvm.landmarks`).
     feature_store : {"auto", "memory", "zarr", "recompute"}, default="auto"
         Where the feature blocks live during the fit (Dask input): in the
         cluster's memory, in a zarr scratch store streamed every pass
@@ -209,7 +210,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         probability=False,
         dtype="float32",
         eig_rtol=None,
-        kmeans_iter=3,
+        kmeans_iter=1,
         feature_store="auto",
         block_rows=None,
         solver_options=None,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg
 import scipy.linalg.blas
+import scipy.linalg.lapack
 
 from ._blas import blas_for_order
 from .kernels import KernelSpec, PreparedLandmarks, kernel_block, kernel_matrix, prepare_landmarks
@@ -89,20 +90,27 @@ def nystroem_normalization(K_LL: np.ndarray, eig_rtol: float) -> tuple[np.ndarra
     return (V_r / np.sqrt(lam_r)).T.copy(), lam_r
 
 
-def cholesky_normalization(K_LL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def cholesky_normalization(K_LL: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
     """``(normalization, pivots)`` of the Cholesky map: ``normalization = R⁻ᵀ`` (lower
     triangular, ``k x k``) with ``K_LL = Rᵀ R``, and ``pivots = diag(R)²`` (positive).
 
     Raises
     ------
     numpy.linalg.LinAlgError
-        If ``K_LL`` is not numerically positive definite.
+        If ``K_LL`` is not numerically positive definite, or a landmark adds less
+        than ``rtol`` times the largest diagonal to the span of those before it
+        (``R⁻¹`` would amplify the kernel's rounding as the eigen map's cut-off prevents).
     """
     K = 0.5 * (K_LL + K_LL.T)
     with blas_for_order(K.shape[0]):
         R = scipy.linalg.cholesky(K, lower=False, check_finite=False)
-        R_inv = scipy.linalg.solve_triangular(R, np.eye(K.shape[0]), lower=False, check_finite=False)
-    return np.ascontiguousarray(R_inv.T), np.diagonal(R) ** 2
+        pivots = np.diagonal(R) ** 2
+        if pivots.size and not pivots.min() > rtol * np.diagonal(K).max():
+            raise np.linalg.LinAlgError("a landmark is numerically dependent on the ones before it")
+        R_inv, info = scipy.linalg.lapack.dtrtri(R, lower=0)  # k³/3 flops, a third of a solve against I
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the Cholesky factor of K(L, L) is singular (LAPACK dtrtri info={info})")
+    return np.ascontiguousarray(R_inv.T), pivots
 
 
 def _is_lower_triangular(normalization: np.ndarray) -> bool:
@@ -195,7 +203,7 @@ def fit_feature_map(
     K_LL = kernel_matrix(L, L, spec)
     if method == "cholesky":
         try:
-            normalization, lam = cholesky_normalization(K_LL)
+            normalization, lam = cholesky_normalization(K_LL, rtol)
             return FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                               dtype=np.dtype(dtype))
         except np.linalg.LinAlgError:

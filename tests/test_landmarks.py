@@ -63,6 +63,15 @@ def test_uniform_landmarks_are_nested_in_k(monkeypatch, permute_max_rows):
     assert not np.array_equal(other.indices, big.indices)
 
 
+def test_first_unique_matches_numpy_unique_and_equates_signed_zeros():
+    from dsvm.landmarks import first_unique
+
+    X = _data(n=500, p=4, dup=True)
+    np.testing.assert_array_equal(first_unique(X), np.sort(np.unique(X, axis=0, return_index=True)[1]))
+    signed = np.array([[0.0, 1.0], [-0.0, 1.0], [2.0, -0.0], [2.0, 0.0], [0.5, 1.0]])
+    np.testing.assert_array_equal(first_unique(signed), [0, 2, 4])
+
+
 def test_uniform_landmarks_are_rows_of_x_with_their_indices():
     X = _data(dup=True)
     lm = uniform_landmarks(as_row_blocks(X, 64), 30, random_state=1)

@@ -101,8 +101,9 @@ def test_cholesky_map_spans_the_eigen_maps_space_and_is_triangular(dtype):
 def test_cholesky_map_of_dependent_landmarks_falls_back_to_the_eigen_map():
     rng = np.random.default_rng(7)
     L = rng.normal(size=(10, 3))
-    fmap = fit_feature_map(np.vstack([L, L[:2]]), make_kernel_spec("rbf", 0.5), method="cholesky")
-    assert fmap.normalization.shape[0] <= 10 < fmap.normalization.shape[1]
+    for extra in (L[:2], L[:2] + 1e-4):  # duplicates (no factor) and near-duplicates (a tiny pivot)
+        fmap = fit_feature_map(np.vstack([L, extra]), make_kernel_spec("rbf", 0.5), method="cholesky")
+        assert fmap.normalization.shape[0] <= 10 < fmap.normalization.shape[1]
     with pytest.raises(ValueError, match="method='qr'"):
         fit_feature_map(L, make_kernel_spec("rbf", 0.5), method="qr")
 

@@ -17,6 +17,15 @@ Epochs visit the blocks in a random order and the rows of a block in a random
 order (a sequential chain of tasks on a cluster; see
 :meth:`dsvm.blockwise.RowBlocks.fold`).
 
+What it is for.  Pegasos minimises the hinge (L1) loss itself, where the
+other solvers minimise the squared hinge, and it holds one row block and
+one ``k``-vector at a time, so it streams data and features of any size,
+with any ``k``.  Its price is the sublinear rate: hundreds of passes where
+semismooth Newton needs 10–20 (each Newton pass also returns the ``k x k``
+Gram update), and an answer accurate to a few digits at best.  Use Newton
+(the default) whenever its ``(k+1) x (k+1)`` systems fit, i.e. ``k`` up to a
+few thousand; Pegasos when the hinge loss is wanted or ``k`` is beyond that.
+
 What is returned is the weighted average of the iterates, ``x̄_t = (1 − ρ_t)
 x̄_{t−1} + ρ_t x_t`` with ``ρ_t = 2 / (t + 1)`` (weights proportional to
 ``t``; Lacoste-Julien, Schmidt & Bach 2012): with ``1/(λ t)`` steps the last
