@@ -32,7 +32,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils.random import sample_without_replacement
 
 from .blockwise import RowBlocks
-from .kernels import DENSIFY_MAX_FEATURES, DENSIFY_SLAB_ROWS, KernelSpec, kernel_block, prepare_landmarks, sq_distances
+from .kernels import (
+    DENSIFY_MAX_FEATURES,
+    DENSIFY_SLAB_ROWS,
+    KernelSpec,
+    kernel_block,
+    kernel_diagonal,
+    prepare_landmarks,
+    sq_distances,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -253,15 +261,6 @@ PIVOT_FLOOR = 1e-4
 # pivoting spends its first landmarks on the rows farthest from all others.  On ijcnn1
 # (5 seeds) k = 1000 reached 98.52 % greedy-only and 98.65 % with this share uniform.
 PIVOT_UNIFORM_SHARE = 0.1
-
-
-def kernel_diagonal(rows, spec: KernelSpec, slab: int = 512) -> np.ndarray:
-    """``K(x, x)`` of every row (float64), by :func:`~dsvm.kernels.kernel_block` on slabs of rows."""
-    out = np.empty(rows.shape[0])
-    for s in range(0, rows.shape[0], slab):
-        part = rows[s : s + slab]
-        out[s : s + slab] = np.diagonal(kernel_block(part, prepare_landmarks(dense_rows(part), spec, np.float64)))
-    return out
 
 
 def _pivot_block(S: np.ndarray, n_pick: int, floor: float) -> tuple[list[int], np.ndarray]:

@@ -4,10 +4,9 @@ import pytest
 import scipy.sparse as sp
 
 from dsvm.blockwise import as_row_blocks
-from dsvm.kernels import kernel_matrix, make_kernel_spec
+from dsvm.kernels import kernel_diagonal, kernel_matrix, make_kernel_spec
 from dsvm.landmarks import (
     kmeans_landmarks,
-    kernel_diagonal,
     kmeanspp_seeds,
     pivoted_cholesky_pivots,
     pivoted_landmarks,
