@@ -123,7 +123,8 @@ def verdicts(name: str, lib: dict, dal: dict | None, rows: list[dict]) -> list[s
         if b is None:
             out.append(f"FAIL {name}: no setting at LIBSVM's accuracy ({100 * lib['accuracy']:.2f} %) or above")
         else:
-            out.append(f"{'PASS' if b['vs_libsvm'] >= 40 else 'FAIL'} {name}: {b['setting']} {100 * b['accuracy']:.2f} % "
+            verdict = "PASS" if b["vs_libsvm"] >= 40 else "FAIL"
+            out.append(f"{verdict} {name}: {b['setting']} {100 * b['accuracy']:.2f} % "
                        f"(LIBSVM {100 * lib['accuracy']:.2f} %) {b['vs_libsvm']:.0f}x faster than LIBSVM (target >= 40)")
     km = by_setting.get(f"{KMEANS_CHECK[0]} k={KMEANS_CHECK[1]}")
     uni = by_setting.get(f"uniform k={KMEANS_CHECK[1]}")

@@ -158,8 +158,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         batch_size`` epochs, i.e. ``1/λ`` steps, within [20, 1000]),
         ``batch_size`` (default 64), ``progress_tol`` (default 1e-3: converged
         when the hinge objective falls by less than this per epoch; a budget
-        used up first gives ``converged=False`` and a ``ConvergenceWarning``).  ``max_iter`` bounds Newton/TRON iterations and
-        LIBLINEAR's epochs (at least 1000 for dcd).
+        used up first gives ``converged=False`` and a ``ConvergenceWarning``).
+        ``max_iter`` bounds Newton/TRON iterations and LIBLINEAR's epochs (at
+        least 1000 for dcd).
     checkpoint : str, path or None, default=None
         With ``solver="newton"``: write the fit's state to this file after every
         Newton iteration and resume from it when fitting again (see

@@ -222,7 +222,9 @@ def kmeanspp_seeds(S: np.ndarray, k: int, rng: np.random.RandomState, rounds: in
     return np.asarray(chosen, dtype=np.int64)
 
 
-def kmeans_landmarks(X: RowBlocks, k: int, random_state=None, n_iter: int = 1, sample_size: int | None = None) -> Landmarks:
+def kmeans_landmarks(
+    X: RowBlocks, k: int, random_state=None, n_iter: int = 1, sample_size: int | None = None
+) -> Landmarks:
     """k-means centres in ``1 + n_iter`` passes: batched k-means++ seeds on a uniform sample of
     ``KMEANS_SAMPLE_FACTOR · k`` rows (one pass to fetch it), then ``n_iter`` Lloyd passes over all rows."""
     rng = check_random_state(random_state)

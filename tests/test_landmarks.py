@@ -167,7 +167,8 @@ def _greedy_pivots_dense(K: np.ndarray, k: int, diagonal: np.ndarray | None = No
 
 
 def _worst_residual(K: np.ndarray, piv) -> float:
-    """max_i (K − K_{·L} K_LL⁻¹ K_{L·})_ii: the row the landmarks explain worst (what greedy pivoting minimises)."""
+    """max_i (K − K_{·L} K_LL⁻¹ K_{L·})_ii: the row the landmarks explain worst (what greedy
+    pivoting minimises)."""
     C = K[:, piv]
     return float(np.max(np.diag(K) - np.einsum("ij,ji->i", C, np.linalg.solve(K[np.ix_(piv, piv)], C.T))))
 
