@@ -8,7 +8,7 @@ command line offers them as choices; keeping them import-free lets the
 KERNELS = ("rbf", "poly", "sigmoid", "linear")
 GAMMA_STRINGS = ("scale", "auto")
 # "active" draws from the rows a first, cheap model leaves active (it needs a solver: see dsvm.svm)
-LANDMARK_METHODS = ("uniform", "kmeans", "active")
+LANDMARK_METHODS = ("uniform", "kmeans", "pivoted", "active")
 SOLVERS = ("newton", "tron", "dcd", "pegasos")
 HESSIANS = ("auto", "gram", "cg")
 FEATURE_STORES = ("auto", "memory", "zarr", "recompute")

@@ -18,6 +18,13 @@ def a9a():
 
 
 @pytest.fixture(scope="session")
+def splice():
+    Xtr, ytr = load_libsvm("splice.train", 60)
+    Xte, yte = load_libsvm("splice.test", 60)
+    return Xtr, ytr, Xte, yte
+
+
+@pytest.fixture(scope="session")
 def ijcnn1():
     Xtr, ytr = load_libsvm("ijcnn1.train", 22)
     Xte, yte = load_libsvm("ijcnn1.test", 22)

@@ -13,6 +13,7 @@ from .kernels import (
     check_kernel_params,
     gamma_for,
     kernel_block,
+    kernel_diagonal,
     kernel_matrix,
     make_kernel_spec,
     prepare_landmarks,
@@ -26,6 +27,7 @@ from .landmarks import (
     dense_rows,
     first_unique,
     kmeans_landmarks,
+    pivoted_landmarks,
     select_landmarks,
     uniform_landmarks,
 )
@@ -33,10 +35,11 @@ from .nystroem import DEFAULT_EIG_RTOL, FeatureMap, default_eig_rtol, fit_featur
 
 __all__ = [
     "KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
-    "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_matrix",
+    "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_diagonal",
+    "kernel_matrix",
     "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS",
     "Landmarks", "dense_rows", "first_unique", "clip_n_components", "uniform_landmarks",
-    "kmeans_landmarks", "select_landmarks",
+    "kmeans_landmarks", "pivoted_landmarks", "select_landmarks",
     "DEFAULT_EIG_RTOL", "default_eig_rtol", "nystroem_normalization", "FeatureMap", "fit_feature_map",
     "KernelColumnsMap", "ProjectedMap",
 ]

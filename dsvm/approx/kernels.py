@@ -279,6 +279,17 @@ def _kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
     return K
 
 
+def kernel_diagonal(X, spec: KernelSpec) -> np.ndarray:
+    """``K(x, x)`` of every row of ``X`` (dense or sparse), float64."""
+    if spec.name == "rbf":
+        return np.ones(X.shape[0])
+    sq = row_sq_norms(X)
+    if spec.name == "linear":
+        return sq
+    inner = spec.gamma * sq + spec.coef0
+    return inner**spec.degree if spec.name == "poly" else np.tanh(inner)
+
+
 def kernel_matrix(X, Y, spec: KernelSpec) -> np.ndarray:
     """Exact kernel matrix ``K(X, Y)`` in float64 (``Y`` dense)."""
     prep = prepare_landmarks(np.asarray(Y, dtype=np.float64), spec, dtype=np.float64)

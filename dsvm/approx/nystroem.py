@@ -1,10 +1,20 @@
 """The Nyström mapping: from landmarks to the linear feature map F = K(X, L) · M.
 
-``K(L, L) = V Λ Vᵀ``; eigenvalues below ``eig_rtol · λ_max`` are dropped (so
-near-duplicate landmarks or an indefinite kernel cannot blow up the features)
-and ``M = V_r Λ_r^{-1/2}`` (``k x r``).  Following scikit-learn's ``Nystroem``
-the stored attribute is ``normalization = Mᵀ`` of shape ``(r, k)`` and the
-features are ``K(X, components) @ normalization.T``.
+Two maps span the same feature space (``F Fᵀ = K(X, L) K(L, L)⁻¹ K(L, X)``):
+
+* eigen map: ``K(L, L) = V Λ Vᵀ``; eigenvalues below ``eig_rtol · λ_max`` are
+  dropped (so near-duplicate landmarks or an indefinite kernel cannot blow up
+  the features) and ``M = V_r Λ_r^{-1/2}`` (``k x r``);
+* Cholesky map, for landmarks chosen by pivoted Cholesky (independent by
+  construction): ``K(L, L) = Rᵀ R`` and ``M = R⁻¹``, upper triangular
+  (``r = k``).  Its factorisation costs ``k³/3`` flops instead of the
+  eigendecomposition's ~``9 k³`` (0.05 s against 0.9 s at k = 2000 here), and
+  the projection is a triangular product (TRMM, ``n k²`` flops instead of
+  ``2 n k²``).
+
+Following scikit-learn's ``Nystroem`` the stored attribute is
+``normalization = Mᵀ`` of shape ``(r, k)`` and the features are
+``K(X, components) @ normalization.T`` for both maps.
 
 Pure numpy: the block function :meth:`FeatureMap.transform_block` is what the
 Dask layer maps over row blocks.
@@ -16,6 +26,9 @@ import logging
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.linalg
+import scipy.linalg.blas
+import scipy.linalg.lapack
 
 from ..blas import blas_for_order
 from .kernels import KernelSpec, PreparedLandmarks, kernel_block, kernel_matrix, prepare_landmarks
@@ -77,6 +90,34 @@ def nystroem_normalization(K_LL: np.ndarray, eig_rtol: float) -> tuple[np.ndarra
     return (V_r / np.sqrt(lam_r)).T.copy(), lam_r
 
 
+def cholesky_normalization(K_LL: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(normalization, pivots)`` of the Cholesky map: ``normalization = R⁻ᵀ`` (lower
+    triangular, ``k x k``) with ``K_LL = Rᵀ R``, and ``pivots = diag(R)²`` (positive).
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``K_LL`` is not numerically positive definite, or a landmark adds less
+        than ``rtol`` times the largest diagonal to the span of those before it
+        (``R⁻¹`` would amplify the kernel's rounding as the eigen map's cut-off prevents).
+    """
+    K = 0.5 * (K_LL + K_LL.T)
+    with blas_for_order(K.shape[0]):
+        R = scipy.linalg.cholesky(K, lower=False, check_finite=False)
+        pivots = np.diagonal(R) ** 2
+        if pivots.size and not pivots.min() > rtol * np.diagonal(K).max():
+            raise np.linalg.LinAlgError("a landmark is numerically dependent on the ones before it")
+        R_inv, info = scipy.linalg.lapack.dtrtri(R, lower=0)  # k³/3 flops, a third of a solve against I
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the Cholesky factor of K(L, L) is singular (LAPACK dtrtri info={info})")
+    return np.ascontiguousarray(R_inv.T), pivots
+
+
+def _is_lower_triangular(normalization: np.ndarray) -> bool:
+    r, k = normalization.shape
+    return r == k and not np.triu(normalization, 1).any()
+
+
 @dataclass
 class FeatureMap:
     """Everything needed to turn raw rows into Nyström features, as plain arrays.
@@ -85,8 +126,9 @@ class FeatureMap:
     ----------
     spec : KernelSpec
     components : ndarray (k, p), float64 — the landmarks
-    normalization : ndarray (r, k), float64
-    eigenvalues : ndarray (r,)
+    normalization : ndarray (r, k), float64 — lower triangular (``r = k``) for the Cholesky map
+    eigenvalues : ndarray (r,) — the kept eigenvalues of ``K(L, L)``, decreasing (eigen map),
+        or ``diag(R)²`` (Cholesky map): the residual variance each landmark adds
     dtype : numpy dtype of the features
     """
 
@@ -109,23 +151,32 @@ class FeatureMap:
     def n_features_in(self) -> int:
         return self.components.shape[1]
 
-    def _ready(self) -> tuple[PreparedLandmarks, np.ndarray]:
+    def _ready(self) -> tuple[PreparedLandmarks, np.ndarray, object]:
+        """``(prepared landmarks, M in the features' dtype, TRMM routine or None)``."""
         ready = self._ready_arrays
         if ready is None:
             # Built into a local first and published with one assignment: several
             # threads of a worker may call this at once.
-            ready = (
-                prepare_landmarks(self.components, self.spec, self.dtype),
-                np.ascontiguousarray(self.normalization.T, dtype=self.dtype),
-            )
+            prep = prepare_landmarks(self.components, self.spec, self.dtype)
+            if _is_lower_triangular(self.normalization):
+                # M = normalizationᵀ is upper triangular: Fortran order for TRMM (no copy per call)
+                M = np.asfortranarray(self.normalization.T, dtype=self.dtype)
+                ready = (prep, M, scipy.linalg.blas.get_blas_funcs("trmm", (M,)))
+            else:
+                ready = (prep, np.ascontiguousarray(self.normalization.T, dtype=self.dtype), None)
             self._ready_arrays = ready
         return ready
 
     def transform_block(self, X_block) -> np.ndarray:
         """Features of one row block (dense or CSR), shape ``(n_block, r)``."""
-        prep, M = self._ready()
+        prep, M, trmm = self._ready()
         K = kernel_block(X_block, prep)
-        return K @ M
+        if trmm is None or K.shape[0] == 0:
+            return K @ M
+        # F = K M with M upper triangular: Fᵀ = Mᵀ Kᵀ in place on the kernel block (Kᵀ is
+        # Fortran-ordered), half the flops of the GEMM
+        K = np.ascontiguousarray(K, dtype=M.dtype)
+        return trmm(1.0, M, K.T, side=0, lower=0, trans_a=1, overwrite_b=1).T
 
     def __getstate__(self):
         # Ship only the defining arrays; workers rebuild the cast copies lazily.
@@ -134,12 +185,28 @@ class FeatureMap:
         return state
 
 
+FEATURE_MAPS = ("eigen", "cholesky")
+
+
 def fit_feature_map(
-    landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32, eig_rtol: float | None = None
+    landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32, eig_rtol: float | None = None, method: str = "eigen"
 ) -> FeatureMap:
-    """Build the Nyström :class:`FeatureMap` for the given landmarks."""
+    """Build the Nyström :class:`FeatureMap` for the given landmarks.
+
+    ``method="cholesky"`` is for landmarks chosen by pivoted Cholesky (in pivot
+    order); should ``K(L, L)`` still not factor, the eigen map is used.
+    """
+    if method not in FEATURE_MAPS:
+        raise ValueError(f"method={method!r} is not a Nyström map; choose one of {FEATURE_MAPS}")
     L = np.asarray(landmarks, dtype=np.float64)
     rtol = default_eig_rtol(dtype) if eig_rtol is None else float(eig_rtol)
     K_LL = kernel_matrix(L, L, spec)
+    if method == "cholesky":
+        try:
+            normalization, lam = cholesky_normalization(K_LL, rtol)
+            return FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
+                              dtype=np.dtype(dtype))
+        except np.linalg.LinAlgError:
+            logger.info("Nystroem: K(L, L) of the pivoted landmarks does not factor; using the eigen map")
     normalization, lam = nystroem_normalization(K_LL, rtol)
     return FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam, dtype=np.dtype(dtype))

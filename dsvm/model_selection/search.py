@@ -235,7 +235,7 @@ solver_options, random_state
         probability=False,
         dtype="float32",
         eig_rtol=None,
-        kmeans_iter=3,
+        kmeans_iter=1,
         feature_store="auto",
         block_rows=None,
         solver_options=None,

@@ -95,12 +95,54 @@ def _newton_matrix(H_loss: np.ndarray, reg: np.ndarray) -> np.ndarray:
     return H
 
 
+# From this order on the Newton system is factored in float32 and the solution refined in
+# float64 (below it the float64 factorisation costs too little for the refinement to pay).
+MIXED_PRECISION_ORDER = 1000
+REFINE_RTOL = 1e-10  # relative residual the refinement stops at (float64 Cholesky reaches ~1e-12)
+MAX_REFINE = 6
+
+
+def _refined_float32_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
+    """``H⁻¹ rhs`` by a float32 Cholesky factor and float64 iterative refinement, or None.
+
+    Each refinement step solves for the float64 residual ``rhs − H x`` with the
+    float32 factor and gains about ``−log10(κ · 2⁻²⁴)`` digits; the Newton
+    matrices of ijcnn1 (κ ~ 10⁴ after diagonal scaling) reach 1e-10 in 2–3
+    steps.  Measured on ijcnn1's Newton systems (one thread, shared machine):
+    order 1862, 32 ms against 48 ms for the float64 factorisation; order
+    2602, 75–160 ms against 110–220 ms.  None when the factor does not exist
+    or the refinement stalls (κ near 1/eps32): the caller then factors in float64.
+    """
+    try:
+        c32 = scipy.linalg.cho_factor(H.astype(np.float32, order="F"), lower=False, overwrite_a=True,
+                                      check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    x = scipy.linalg.cho_solve(c32, rhs.astype(np.float32), check_finite=False).astype(np.float64)
+    target = REFINE_RTOL * float(np.linalg.norm(rhs))
+    previous = np.inf
+    for _ in range(MAX_REFINE):
+        r = rhs - H @ x
+        norm = float(np.linalg.norm(r))
+        if norm <= target:
+            return x
+        if not np.isfinite(norm) or norm >= 0.5 * previous:
+            return None  # not contracting: the float32 factor is too inaccurate for this matrix
+        previous = norm
+        x += scipy.linalg.cho_solve(c32, r.astype(np.float32), check_finite=False)
+    return x if float(np.linalg.norm(rhs - H @ x)) <= target else None
+
+
 def _solve_newton_system(H_loss: np.ndarray, reg: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     with blas_for_order(H_loss.shape[0]):
+        H = _newton_matrix(H_loss, reg)
+        if H.shape[0] >= MIXED_PRECISION_ORDER:
+            x = _refined_float32_solve(H, rhs)
+            if x is not None:
+                return x
         try:
-            # the matrix is a fresh copy: factor it in place
-            c = scipy.linalg.cho_factor(_newton_matrix(H_loss, reg), lower=False, overwrite_a=True,
-                                        check_finite=False)
+            # H is a fresh copy: factor it in place (it is not used afterwards)
+            c = scipy.linalg.cho_factor(H, lower=False, overwrite_a=True, check_finite=False)
             return scipy.linalg.cho_solve(c, rhs, check_finite=False)
         except np.linalg.LinAlgError:
             sol, *_ = scipy.linalg.lstsq(_newton_matrix(H_loss, reg), rhs, check_finite=False)

@@ -84,8 +84,8 @@ REGISTRY: dict[str, SolverSpec] = {
     "tron": SolverSpec("tron", _tron, frozenset({"cg_max_iter", "cg_rtol"}), takes_start=True),
     "dcd": SolverSpec("dcd", _dcd, frozenset({"intercept_scaling"}), seeded=True, min_max_iter=1000,
                       classification_only=True),
-    "pegasos": SolverSpec("pegasos", _pegasos, frozenset({"epochs", "batch_size"}), {"epochs": 10, "batch_size": 64},
-                          seeded=True, loss="hinge", classification_only=True),
+    "pegasos": SolverSpec("pegasos", _pegasos, frozenset({"epochs", "batch_size", "progress_tol"}),
+                          {"batch_size": 64}, seeded=True, loss="hinge", classification_only=True),
 }
 if tuple(REGISTRY) != SOLVERS:  # pragma: no cover - a solver added to one list only
     raise RuntimeError(f"dsvm.solvers.REGISTRY {tuple(REGISTRY)} != dsvm.options.SOLVERS {SOLVERS}")

@@ -58,16 +58,27 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Cost of the squared hinge loss.
     n_components : int, default=500
         Number of landmarks ``k``.  Clipped to the number of rows with a warning.
-    landmarks : {"uniform", "kmeans", "active"}, default="uniform"
+    landmarks : {"uniform", "kmeans", "active", "pivoted"}, default="uniform"
         ``"active"`` draws the landmarks from the active set of a first, cheap
         model on ``k/4`` uniform landmarks (rows near the decision boundary).
+        ``"pivoted"`` picks them by greedy pivoted Cholesky of the kernel
+        matrix of a uniform pool of ``10 k`` rows (each the row the others
+        approximate worst), and maps them by ``R⁻¹`` of ``K(L, L) = RᵀR``
+        (:mod:`dsvm.approx.nystroem`): fewer landmarks for the same accuracy
+        where the data are dense and low-dimensional (ijcnn1), a cheaper
+        Nyström map at any ``k``.
     solver : {"newton", "tron", "dcd", "pegasos"}, default="newton"
         ``"newton"``: the semismooth Newton method (LA-SN); ``"tron"``:
         LIBLINEAR's trust-region Newton-CG on the same distributed operator;
         ``"dcd"``: LIBLINEAR's dual coordinate descent (LA-DCD) on the feature
         matrix gathered in memory, bias regularised as ``½(b/s)²``;
-        ``"pegasos"``: mini-batch Pegasos for the *hinge* loss, streaming over
-        blocks.  ``objective_`` is each solver's own objective.
+        ``"pegasos"``: mini-batch Pegasos for the *hinge* (L1) loss, streaming
+        over blocks one at a time (:mod:`dsvm.solvers.minibatch_pegasos`):
+        for when the hinge loss itself is wanted or ``k`` is too large for
+        Newton's ``k x k`` systems.  It needs hundreds of passes where Newton needs
+        10–20 and converges sublinearly, so at ``k`` up to a few thousand
+        Newton is faster and more accurate.  ``objective_`` is each solver's
+        own objective.
     hessian : {"auto", "gram", "cg"}, default="auto"
         How Newton systems are solved: Cholesky on the Gram matrix of the active
         rows (one pass per iteration), CG with distributed Hessian-vector
@@ -93,8 +104,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     eig_rtol : float or None, default=None
         Relative cut-off for eigenvalues of ``K(L, L)``; ``None`` picks
         ``1e-6`` for float32 and ``1e-10`` for float64 features.
-    kmeans_iter : int, default=3
-        Lloyd passes for ``landmarks="kmeans"``.
+    kmeans_iter : int, default=1
+        Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
+        seeds drawn on a sample of ``10 k`` rows (:mod:`dsvm.approx.landmarks`).
     feature_store : {"auto", "memory", "zarr", "recompute"}, default="auto"
         Where the feature blocks live during the fit (Dask input): in the
         cluster's memory, in a zarr scratch store streamed every pass
@@ -113,9 +125,13 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the
         Newton solve from a subsample's solution, see README), ``warm_rows``;
         tron ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default
-        1, as LIBLINEAR); pegasos ``epochs`` (default 10), ``batch_size``
-        (default 64).  ``max_iter`` bounds Newton/TRON iterations and
-        LIBLINEAR's epochs (at least 1000 for dcd).
+        1, as LIBLINEAR); pegasos ``epochs`` (the budget; default ``C ·
+        batch_size`` epochs, i.e. ``1/λ`` steps, within [20, 1000]),
+        ``batch_size`` (default 64), ``progress_tol`` (default 1e-3: converged
+        when the hinge objective falls by less than this per epoch; a budget
+        used up first gives ``converged=False`` and a ``ConvergenceWarning``).
+        ``max_iter`` bounds Newton/TRON iterations and LIBLINEAR's epochs (at
+        least 1000 for dcd).
     checkpoint : str, path or None, default=None
         With ``solver="newton"``: write the fit's state to this file after every
         Newton iteration and resume from it when fitting again (see
@@ -171,7 +187,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         probability=False,
         dtype="float32",
         eig_rtol=None,
-        kmeans_iter=3,
+        kmeans_iter=1,
         feature_store="auto",
         block_rows=None,
         solver_options=None,

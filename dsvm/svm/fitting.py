@@ -18,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..approx import (
     Landmarks,
     clip_n_components,
+    default_eig_rtol,
     dense_rows,
     first_unique,
     fit_feature_map,
@@ -28,7 +29,7 @@ from ..approx import (
 from ..blocks import RowBlocks, row_index_blocks
 from ..checks import resolve_seed
 from ..problems import FeatureStore, active_row_sample
-from ..solvers import REGISTRY, SolverResult, resolve_hessian, solve
+from ..solvers import REGISTRY, SolverResult, pegasos_progress, resolve_hessian, solve
 from .checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
 from .warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
 
@@ -61,6 +62,14 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
     if res.method == "dcd":
         warnings.warn(f"{label}LIBLINEAR's DCD reached its iteration limit; increase max_iter",
                       ConvergenceWarning, stacklevel=4)
+        return
+    if res.method == "pegasos":
+        objs = [h["objective"] for h in res.history]
+        warnings.warn(
+            f"{label}pegasos used its budget of {len(objs)} epochs while the hinge objective still changed by "
+            f"{pegasos_progress(objs):.1e} per epoch (relative); raise solver_options['epochs'] or use solver='newton'",
+            ConvergenceWarning, stacklevel=4,
+        )
         return
     hint = (
         "; float32 features limit the attainable accuracy, use dtype='float64'"
@@ -106,9 +115,14 @@ def _feature_map(est, X_rb: RowBlocks, stage1=None):
     if est.landmarks == "active":
         lm = stage1(spec, k)
     else:
-        lm = select_landmarks(X_rb, k, est.landmarks, est.random_state, est.kmeans_iter)
-    fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol)
-    timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_passes": lm.n_passes}
+        rtol = default_eig_rtol(est.dtype) if est.eig_rtol is None else float(est.eig_rtol)
+        lm = select_landmarks(X_rb, k, est.landmarks, est.random_state, est.kmeans_iter, spec=spec, rtol=rtol)
+    t_select = time.perf_counter() - t0
+    fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol,
+                           method=lm.feature_map)
+    # landmark_seconds: choosing the landmarks and building their Nyström map
+    timing = {"landmark_seconds": time.perf_counter() - t0, "landmark_select_seconds": t_select,
+              "landmark_passes": lm.n_passes}
     return fmap, lm, gamma, timing
 
 
@@ -136,7 +150,7 @@ def fit_problems(
     ckpt, state = open_checkpoint(est, X_rb, aligned[0], aligned[1])
     if state is not None:
         fmap, lm_indices, gamma = restore_feature_map(state)
-        timing = {"landmark_seconds": 0.0, "landmark_passes": 0}
+        timing = {"landmark_seconds": 0.0, "landmark_select_seconds": 0.0, "landmark_passes": 0}
         done, resume, first = restore_done(state), restore_solver_state(state), int(state["meta"]["problem"])
     else:
         fmap, lm, gamma, timing = _feature_map(

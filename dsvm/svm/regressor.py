@@ -90,7 +90,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         fit_intercept=True,
         dtype="float32",
         eig_rtol=None,
-        kmeans_iter=3,
+        kmeans_iter=1,
         feature_store="auto",
         block_rows=None,
         solver_options=None,

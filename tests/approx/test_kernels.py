@@ -7,6 +7,7 @@ from dsvm.approx import (
     check_kernel_params,
     gamma_for,
     kernel_block,
+    kernel_diagonal,
     kernel_matrix,
     make_kernel_spec,
     prepare_landmarks,
@@ -111,6 +112,16 @@ def test_kernel_matrix_symmetric_rbf():
 def test_bad_kernel_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         make_kernel_spec(**kwargs)
+
+
+@pytest.mark.parametrize("name, kw", [("rbf", {}), ("linear", {}), ("poly", dict(degree=3, coef0=0.5)),
+                                      ("sigmoid", dict(coef0=-0.2))])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_kernel_diagonal_is_the_diagonal_of_the_kernel_matrix(name, kw, sparse):
+    X = np.random.default_rng(0).normal(size=(30, 4)) * (np.random.default_rng(1).random((30, 4)) < 0.6)
+    spec = make_kernel_spec(name, 0.3, **kw)
+    Xin = sp.csr_matrix(X) if sparse else X
+    np.testing.assert_allclose(kernel_diagonal(Xin, spec), np.diag(kernel_matrix(X, X, spec)), rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------- kernel parameters

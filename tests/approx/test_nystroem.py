@@ -75,3 +75,54 @@ def test_feature_map_pickles_without_cached_copies():
 def test_no_positive_eigenvalue_is_an_error():
     with pytest.raises(ValueError, match="no positive eigenvalue"):
         nystroem_normalization(-np.eye(3), 1e-6)
+
+
+# --------------------------------------------------------------- the Cholesky map
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cholesky_map_spans_the_eigen_maps_space_and_is_triangular(dtype):
+    rng = np.random.default_rng(6)
+    L, X = rng.normal(size=(40, 5)), rng.normal(size=(300, 5))
+    spec = make_kernel_spec("rbf", 0.2)
+    chol = fit_feature_map(L, spec, dtype=dtype, method="cholesky")
+    eig = fit_feature_map(L, spec, dtype=np.float64)
+    N = chol.normalization
+    assert N.shape == (40, 40) and not np.triu(N, 1).any()
+    assert np.all(chol.eigenvalues > 0)
+    # the same kernel approximation K(X, L) K(L, L)⁻¹ K(L, X)
+    F, Fe = chol.transform_block(X).astype(np.float64), eig.transform_block(X)
+    atol = 1e-8 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(F @ F.T, Fe @ Fe.T, atol=atol)
+    # the triangular product is the documented F = K(X, components_) @ normalization_.T
+    np.testing.assert_allclose(F, rbf_kernel(X, chol.components, gamma=0.2) @ N.T, atol=atol, rtol=1e-5)
+    np.testing.assert_allclose(chol.transform_block(sp.csr_matrix(X)), F, atol=atol)
+    assert chol.transform_block(X[:0]).shape == (0, 40)
+
+
+def test_cholesky_map_of_dependent_landmarks_falls_back_to_the_eigen_map():
+    rng = np.random.default_rng(7)
+    L = rng.normal(size=(10, 3))
+    for extra in (L[:2], L[:2] + 1e-4):  # duplicates (no factor) and near-duplicates (a tiny pivot)
+        fmap = fit_feature_map(np.vstack([L, extra]), make_kernel_spec("rbf", 0.5), method="cholesky")
+        assert fmap.normalization.shape[0] <= 10 < fmap.normalization.shape[1]
+    with pytest.raises(ValueError, match="method='qr'"):
+        fit_feature_map(L, make_kernel_spec("rbf", 0.5), method="qr")
+
+
+def test_triangular_product_is_used_only_for_a_triangular_normalization(monkeypatch):
+    import scipy.linalg.blas
+
+    calls = []
+    real = scipy.linalg.blas.get_blas_funcs
+
+    def spy(name, arrays=(), **kw):
+        calls.append(name)
+        return real(name, arrays, **kw)
+
+    monkeypatch.setattr(scipy.linalg.blas, "get_blas_funcs", spy)
+    rng = np.random.default_rng(8)
+    L, X = rng.normal(size=(20, 3)), rng.normal(size=(50, 3))
+    spec = make_kernel_spec("rbf", 0.4)
+    fit_feature_map(L, spec).transform_block(X)
+    assert calls == []
+    fit_feature_map(L, spec, method="cholesky").transform_block(X)
+    assert calls == ["trmm"]

@@ -110,3 +110,46 @@ def test_cost_model_picks_gram_for_small_k_and_cg_for_huge_k():
     assert choose_hessian(50_000, 10_001, distributed=False) == "cg"
     # few rows, large k: the Gram pass is cheap but the factorisation is not
     assert choose_hessian(2_000, 6_000, distributed=False) == "cg"
+
+
+# --------------------------------------------------------------- float32 factor, float64 refinement
+def _newton_system(order: int, n: int, scale: float, seed: int = 0):
+    from dsvm.solvers.newton import _newton_matrix
+
+    rng = np.random.default_rng(seed)
+    F1 = np.hstack([rng.random((n, order - 1)) * scale, np.ones((n, 1))])
+    H_loss = 2 * 10.0 * F1.T @ F1
+    reg = np.ones(order)
+    reg[-1] = 0.0
+    rhs = rng.normal(size=order)
+    return H_loss, reg, rhs, np.linalg.solve(_newton_matrix(H_loss, reg), rhs)
+
+
+@pytest.mark.parametrize("scale, float32_used", [(0.05, True), (1e3, False)])
+def test_large_newton_systems_solve_in_float32_with_float64_refinement(monkeypatch, scale, float32_used):
+    import dsvm.solvers.newton as newton
+
+    results = []
+    real = newton._refined_float32_solve
+    monkeypatch.setattr(newton, "_refined_float32_solve", lambda H, b: results.append(real(H, b)) or results[-1])
+    # scale 1e3: condition number ~1e11, beyond what a float32 factor can refine: float64 takes over
+    H_loss, reg, rhs, ref = _newton_system(newton.MIXED_PRECISION_ORDER + 10, 3000, scale)
+    x = newton._solve_newton_system(H_loss, reg, rhs)
+    assert (results[0] is not None) == float32_used
+    np.testing.assert_allclose(x, ref, rtol=1e-7, atol=1e-9 * np.abs(ref).max())
+
+
+def test_float32_factor_gives_the_same_newton_solve(monkeypatch):
+    import dsvm.solvers.newton as newton
+
+    rng = np.random.default_rng(7)
+    r = newton.MIXED_PRECISION_ORDER + 20
+    F = rng.normal(size=(3000, r)) / np.sqrt(r)
+    y = np.where(F[:, :5].sum(axis=1) + 0.3 * rng.normal(size=3000) > 0, 1, -1)
+    op = _operator(F, y, 1.0, block_rows=1000)
+    mixed = semismooth_newton(op, r + 1, tol=1e-8)
+    monkeypatch.setattr(newton, "MIXED_PRECISION_ORDER", 10**9)
+    plain = semismooth_newton(op, r + 1, tol=1e-8)
+    assert mixed.converged and plain.converged
+    np.testing.assert_allclose(mixed.objective, plain.objective, rtol=1e-10)
+    np.testing.assert_allclose(mixed.x, plain.x, rtol=1e-6, atol=1e-8)

@@ -15,6 +15,7 @@ from dsvm.solvers import (
     solve,
     trust_region_newton,
 )
+from dsvm.solvers.minibatch_pegasos import default_epochs
 from helpers import DenseSquaredHinge
 
 
@@ -51,9 +52,11 @@ def test_solve_gives_the_direct_call_bit_for_bit(name, direct):
     assert via.n_passes == ref.n_passes and via.method == ref.method
 
 
-def test_pegasos_runs_its_default_epochs():
-    res = solve("pegasos", _op(), DIM, tol=1e-4, max_iter=100, C=3.0, random_state=0)
-    assert len(res.history) == REGISTRY["pegasos"].defaults["epochs"] == 10
+def test_pegasos_budget_defaults_to_C_times_the_batch_size_in_epochs():
+    # a progress test that never fires: the whole default budget runs, and the result says it did not converge
+    res = solve("pegasos", _op(), DIM, tol=1e-4, max_iter=100, C=3.0, random_state=0, options={"progress_tol": 1e-300})
+    assert len(res.history) == default_epochs(3.0, 64) == 192
+    assert not res.converged and res.stop_reason == "epochs"
 
 
 def test_newton_auto_resolves_the_hessian_as_choose_hessian():

@@ -171,6 +171,16 @@ def test_regression_model_round_trip(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), model.predict(X))
 
 
+def test_round_trip_pivoted_landmarks_keeps_the_triangular_map(tmp_path):
+    X, y = make_circles_problem(n=400, seed=6)
+    model = NystroemSVC(n_components=50, gamma=0.3, C=5.0, landmarks="pivoted", random_state=0).fit(X, y)
+    assert not np.triu(model.normalization_, 1).any()
+    loaded = load_model(save_model(model, tmp_path / "m.npz"))
+    np.testing.assert_array_equal(loaded.normalization_, model.normalization_)
+    np.testing.assert_allclose(loaded.decision_function(X), model.decision_function(X))
+    assert loaded.get_params()["landmarks"] == "pivoted"
+
+
 def test_save_model_names_what_it_cannot_save(tmp_path):
     from sklearn.svm import LinearSVC
 
