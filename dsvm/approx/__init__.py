@@ -30,6 +30,7 @@ from .landmarks import (
     pivoted_landmarks,
     select_landmarks,
     uniform_landmarks,
+    warn_if_few_distinct,
 )
 from .nystroem import DEFAULT_EIG_RTOL, FeatureMap, default_eig_rtol, fit_feature_map, nystroem_normalization
 
@@ -39,7 +40,7 @@ __all__ = [
     "kernel_matrix",
     "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS",
     "Landmarks", "dense_rows", "first_unique", "clip_n_components", "uniform_landmarks",
-    "kmeans_landmarks", "pivoted_landmarks", "select_landmarks",
+    "kmeans_landmarks", "pivoted_landmarks", "select_landmarks", "warn_if_few_distinct",
     "DEFAULT_EIG_RTOL", "default_eig_rtol", "nystroem_normalization", "FeatureMap", "fit_feature_map",
     "KernelColumnsMap", "ProjectedMap",
 ]

@@ -89,6 +89,13 @@ def clip_n_components(k: int, n: int, stacklevel: int = 3) -> int:
     return k
 
 
+def warn_if_few_distinct(found: int, k: int, stacklevel: int = 2) -> None:
+    """A ``UserWarning`` when only ``found < k`` distinct rows were found for ``k`` landmarks."""
+    if found < k:
+        warnings.warn(f"only {found} distinct rows were found for {k} landmarks; using {found}", UserWarning,
+                      stacklevel=stacklevel)
+
+
 PERMUTE_MAX_ROWS = 1 << 22  # up to here the index stream is one permutation (8 bytes a row)
 STREAM_BATCH = 4096  # fixed draw size: the stream must not depend on how much of it is asked
 
@@ -147,12 +154,7 @@ def uniform_landmarks(X: RowBlocks, k: int, random_state=None) -> Landmarks:
             break
         # Not enough distinct rows yet: fetch more of the stream.
         m = min(n, fetched + 2 * (k - seen_idx.size) + 16)
-    if seen_idx.size < k:
-        warnings.warn(
-            f"only {seen_idx.size} distinct rows were found for {k} landmarks; using {seen_idx.size}",
-            UserWarning,
-            stacklevel=3,
-        )
+    warn_if_few_distinct(seen_idx.size, k, stacklevel=4)
     return Landmarks(components=seen_rows[:k], indices=seen_idx[:k], method="uniform", n_passes=passes)
 
 

@@ -25,6 +25,7 @@ from ..approx import (
     gamma_for,
     make_kernel_spec,
     select_landmarks,
+    warn_if_few_distinct,
 )
 from ..blocks import RowBlocks, row_index_blocks
 from ..checks import resolve_seed
@@ -253,7 +254,5 @@ def _active_landmarks(est, X_rb, checked, aligned, n_problems, make_operator, sp
     keep = first_unique(rows)[:k]  # active rows first, inactive ones only to fill up
     logger.info("active landmarks: %d of %d rows active under a k=%d model; %d landmarks drawn from them",
                 n_active, X_rb.n_rows, k0, min(k, n_active))
-    if keep.size < k:
-        warnings.warn(f"only {keep.size} distinct rows were found for {k} landmarks; using {keep.size}",
-                      UserWarning, stacklevel=5)
+    warn_if_few_distinct(keep.size, k, stacklevel=6)
     return Landmarks(components=rows[keep], indices=idx[keep], method="active", n_passes=lm0.n_passes + 3)
