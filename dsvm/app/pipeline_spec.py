@@ -22,7 +22,7 @@ from sklearn.model_selection import ParameterGrid
 from ..exceptions import PipelineError
 from ..experiments import DEFAULTS, PAPER_DATASETS, dataset_settings, paper_config
 from ..io import ingest, make_classification_zarr
-from ..model_selection import check_search_params
+from ..model_selection import check_search_landmarks, check_search_params
 from ..reference import require_clarabel
 from ..svm import NystroemSVC, check_params, param_names
 from .search_report import ALIASES, parse_search_args
@@ -277,6 +277,10 @@ def _check_search(search: Any, params: dict[str, Any], where: str) -> None:
         raise PipelineError(f"{where}: model.search.scoring: {exc}") from None
     for point in ParameterGrid(grid):
         _estimator({**params, **point}, "model.search.grid", where)
+        try:
+            check_search_landmarks([{**params, **point}.get("landmarks", "uniform")])
+        except ValueError as exc:
+            raise PipelineError(f"{where}: model.search: {exc}") from None
 
 
 def _check_model(model: Any, where: str) -> dict[str, Any]:

@@ -10,7 +10,10 @@ fold:
   which are exactly the landmarks ``NystroemSVC(n_components=k)`` draws with
   the same seed (:func:`dsvm.approx.uniform_landmarks` is nested).  k-means
   landmarks are not nested: they are computed once per ``k`` (and shared by
-  all ``gamma``).
+  all ``gamma``).  ``"pivoted"`` landmarks (chosen with the kernel, so per
+  ``gamma``) and ``"active"`` ones (chosen by a first model on every row's
+  label) cannot be shared so: a search with them is refused
+  (:func:`check_search_landmarks`).
 * **kernel columns once per gamma.**  ``K(X, L_max)`` (``n x k_max``) is
   computed once per ``gamma`` and *stored* (a :class:`~dsvm.problems.FeatureStore`:
   persisted, spilled to zarr or recomputed, as for a fit); the Nyström
@@ -77,6 +80,7 @@ import logging
 import time
 import warnings
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -119,7 +123,8 @@ from .results import format_results, hashable
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NystroemSVCCV", "check_search_params", "CHEAP_AXES", "DEFAULT_GRID"]
+__all__ = ["NystroemSVCCV", "check_search_params", "check_search_landmarks", "SEARCH_LANDMARKS", "CHEAP_AXES",
+           "DEFAULT_GRID"]
 
 CHEAP_AXES = ("C", "gamma", "n_components")  # shared landmarks, kernel columns and warm starts along these
 DEFAULT_GRID = {"C": [0.1, 1.0, 10.0, 100.0]}
@@ -134,6 +139,26 @@ def check_search_params(scoring, n_jobs) -> None:
         )
     if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
+
+
+# Landmarks the search can share between gamma values and folds: drawn once, before the kernel is known
+SEARCH_LANDMARKS = ("uniform", "kmeans")
+_UNSHARED_LANDMARKS = {
+    "pivoted": "pivoted landmarks depend on the kernel's gamma",
+    "active": "active landmarks come from a first model that would see the held-out rows' labels",
+}
+
+
+def check_search_landmarks(methods: Iterable) -> None:
+    """Reject the landmark methods NystroemSVCCV cannot share between gamma values and folds
+    (other values are left to the estimator's own check)."""
+    for method in methods:
+        if isinstance(method, str) and method in _UNSHARED_LANDMARKS:
+            raise ValueError(
+                f"landmarks={method!r} is not supported by NystroemSVCCV ({_UNSHARED_LANDMARKS[method]}); "
+                f"choose one of {SEARCH_LANDMARKS}, or search with those and refit "
+                f"NystroemSVC(landmarks={method!r}, **best_params_)"
+            )
 
 
 def _estimator_has(attr: str):
@@ -185,7 +210,8 @@ fit_intercept, class_weight, probability, dtype, eig_rtol, kmeans_iter, feature_
 solver_options, random_state
         Parameters of every :class:`~dsvm.NystroemSVC` fitted; those named in
         ``param_grid`` are searched.  ``probability`` only affects the refit
-        ``best_estimator_``.
+        ``best_estimator_``.  ``landmarks`` is ``"uniform"`` or ``"kmeans"``
+        (:data:`SEARCH_LANDMARKS`).
 
     Attributes
     ----------
@@ -312,6 +338,7 @@ solver_options, random_state
         check_search_params(self.scoring, self.n_jobs)
         self.scoring_ = self.scoring or "accuracy"
         candidates = self._candidates()
+        check_search_landmarks([cand.get("landmarks", self.landmarks) for cand in candidates])
         base = self._base_estimator()
         X_in, y_in = X, y
         data = prepare_classification(base, X, y, sample_weight)

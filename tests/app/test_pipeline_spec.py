@@ -96,7 +96,9 @@ def test_misspelt_ingest_option_names_the_entry(tmp_path):
 def test_search_grid_names_and_values_are_estimator_parameters(tmp_path):
     spec = tiny(tmp_path)
     for grid, message in (({"Cc": [1, 10]}, r"model\.search\.grid\.Cc"), ({"C": [1, -1]}, "positive"),
-                          ({"landmarks": ["uniform", "random"]}, "landmarks")):
+                          ({"landmarks": ["uniform", "random"]}, "landmarks"),
+                          ({"landmarks": ["pivoted"]}, r"model\.search: landmarks='pivoted' is not supported by "
+                                                      "NystroemSVCCV")):
         with pytest.raises(PipelineError, match=message):
             load_pipeline(_nested(spec, "model.search", {"grid": grid, "cv": 3}))
     with pytest.raises(PipelineError, match="scoring"):

@@ -21,7 +21,13 @@ from dsvm.approx import (
     prepare_landmarks,
 )
 from dsvm.blocks import aligned_vector, as_row_blocks
-from dsvm.model_selection import CachedOperator, NystroemSVCCV, map_to_larger_k, score_from_confusion
+from dsvm.model_selection import (
+    CachedOperator,
+    NystroemSVCCV,
+    SearchContext,
+    map_to_larger_k,
+    score_from_confusion,
+)
 from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import semismooth_newton
 from helpers import make_circles_problem
@@ -244,6 +250,23 @@ def test_bad_parameters_are_reported(circles):
         NystroemSVCCV({"C": [1.0]}, n_components=20).fit(X, X[:, 0])
     with pytest.raises(ValueError, match="at least 2"):
         NystroemSVCCV({"C": [1.0]}, n_components=20).fit(X, np.ones(len(y)))
+
+
+@pytest.mark.parametrize(("landmarks", "grid"), [
+    ("pivoted", {"C": [1.0]}),  # depends on gamma
+    ("uniform", {"C": [1.0], "landmarks": ["uniform", "active"]}),  # a first model on every row's label
+])
+def test_landmarks_the_search_cannot_share_are_refused_before_any_work(circles, monkeypatch, landmarks, grid):
+    X, y = circles
+
+    def boom(*args, **kwargs):
+        raise AssertionError("folds were built")
+
+    monkeypatch.setattr(SearchContext, "build", boom)
+    bad = grid.get("landmarks", [landmarks])[-1]
+    with pytest.raises(ValueError, match=rf"landmarks='{bad}' is not supported by NystroemSVCCV .*"
+                                         r"choose one of \('uniform', 'kmeans'\)"):
+        NystroemSVCCV(grid, landmarks=landmarks, n_components=20).fit(X, y)
 
 
 def test_score_from_confusion():
