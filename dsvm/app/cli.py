@@ -5,8 +5,9 @@
     dsvm demo                                  # the main job on generated data, local cluster
     dsvm ingest a9a.train a9a.zarr
     dsvm train a9a.zarr --model a9a.model -C 10 --gamma 0.05 -k 500 [--cluster cluster/slurm.yaml]
-    dsvm evaluate a9a.model a9a.t.zarr [--json]
-    dsvm predict a9a.model new.zarr --out pred.zarr   # or .csv / .npy
+    dsvm train a9a.train --cv 5 -C 10 --gamma 0.05  # N-fold CV score, as svm-train -v
+    dsvm evaluate a9a.model a9a.test [--json]  # a zarr dataset or a raw file, read like the model
+    dsvm predict a9a.model new.zarr --out pred.zarr [--proba | --decision]   # or .csv / .npy
     dsvm run pipelines/a9a.yaml [--cluster ...] [--set data_dir=...]
     dsvm info a9a.model | a9a.zarr
     dsvm clean [DIR ...] [--dry-run]           # what killed runs left: scratch stores, temporaries
@@ -88,7 +89,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                    help="most Newton / TRON iterations or LIBLINEAR epochs (default 100)")
     g.add_argument("--class-weight", action="append", metavar="CLASS:W", default=None,
                    help="multiply C by W for the rows of class CLASS (repeatable: --class-weight 1:5 "
-                        "--class-weight -1:1), or 'balanced': rows / (classes x rows of the class)")
+                        "--class-weight=-1:1; a label starting with '-' needs the '='), or 'balanced': "
+                        "rows / (classes x rows of the class)")
     g.add_argument("--probability", action="store_true",
                    help="also fit Platt sigmoids (5 internal folds), so that dsvm predict --proba can write "
                         "class probabilities")

@@ -38,7 +38,8 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
     """The Dataset named by ``args.data``: a zarr dataset opened, or a raw file ingested into a
     temporary folder that is removed on exit.
 
-    ``like``: a fitted model the data must match (its number of features and
+    ``kind`` names that folder (``dsvm-KIND-PID-*``, found by ``dsvm clean`` if
+    a killed run leaves it).  ``like``: a fitted model the data must match (its number of features and
     LIBSVM indexing base are used to read a raw file).  ``labels_needed=False``
     (predict): a raw ``.npy`` file without ``--labels`` gets placeholder labels,
     never shown.

@@ -12,6 +12,7 @@ import lzma
 
 import numpy as np
 import pytest
+import zarr
 from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
 import dsvm
@@ -89,6 +90,10 @@ def test_probability_and_class_weights_match_the_python_api(tmp_path, files, run
     assert header == ["proba_-1", "proba_1"]
     X_test, _ = files["test"].load()
     np.testing.assert_allclose(proba, ref.predict_proba(X_test), rtol=1e-6, atol=1e-9)
+    assert run("predict", model, files["test"].path, "--out", tmp_path / "p.zarr", "--proba") == 0
+    stored = zarr.open_array(str(tmp_path / "p.zarr"), mode="r")
+    assert stored.attrs["kind"] == "proba" and stored.attrs["classes"] == [-1, 1]
+    np.testing.assert_allclose(stored[:], proba, rtol=1e-12)
     # the weight moved the boundary: more rows predicted -1 than without it
     plain = dsvm.NystroemSVC(**PARAMS).fit(files["train"])
     assert (cli.predict(X_test) == -1).sum() > (plain.predict(X_test) == -1).sum()
