@@ -24,6 +24,9 @@ no-worker-timeout
     Seconds a fit waits on a distributed cluster that has no worker left
     before failing with a clear error (lost workers are otherwise replaced by
     recomputing their blocks on the others).
+connect-timeout
+    Seconds to wait for a running Dask scheduler (``--scheduler-address``,
+    ``--scheduler-file``) to answer before failing with a one-line error.
 disk-bandwidth, flops-per-thread
     Rough machine constants of the feature-store cost model (bytes/s, flop/s).
 io.chunk-bytes
@@ -52,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "disk-bandwidth": 1.0e9,
     "flops-per-thread": 2.5e10,
     "no-worker-timeout": 60.0,
+    "connect-timeout": 10.0,
     "io": {"chunk-bytes": 64 * 2**20, "dense-density": 0.25},
 }
 

@@ -23,12 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "NoWorkersError", "WorkerMemoryError", "InvalidDatasetError", "InputFileError", "ModelFileError",
-    "CheckpointMismatchError", "ClusterSpecError", "PipelineError", "NotDsvmOutputError", "DiskFullError",
+    "UserError", "NoWorkersError", "WorkerMemoryError", "InvalidDatasetError", "InputFileError", "ModelFileError",
+    "CheckpointMismatchError", "ClusterSpecError", "SchedulerUnreachableError", "PipelineError", "NotDsvmOutputError", "DiskFullError",
     "is_disk_full", "disk_full_error", "disk_full_names", "format_bytes", "tree_bytes",
 ]
 
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+class UserError(ValueError):
+    """A command-line option or argument the user can fix (the ``dsvm`` command prints it as one line)."""
 
 
 class NoWorkersError(RuntimeError):
@@ -57,6 +61,10 @@ class CheckpointMismatchError(ValueError):
 
 class ClusterSpecError(ValueError):
     """A cluster spec file is missing, malformed or names a class or argument that is not allowed."""
+
+
+class SchedulerUnreachableError(ConnectionError):
+    """The Dask scheduler named by an address or a scheduler file does not answer."""
 
 
 class PipelineError(ValueError):

@@ -50,3 +50,14 @@ def local_cluster_client():
     finally:
         client.close()
         cluster.close()
+
+
+@pytest.fixture(scope="module")
+def scheduler_address():
+    """Address of an in-process ``distributed.LocalCluster`` (one worker, two threads) that the dsvm
+    command attaches to with ``--scheduler-address``: the commands of a test module share it instead of
+    each starting a cluster of its own."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
+                                  protocol="tcp", host="127.0.0.1") as cluster:
+        yield cluster.scheduler_address

@@ -5,8 +5,9 @@
     dsvm demo                                  # the main job on generated data, local cluster
     dsvm ingest a9a.train a9a.zarr
     dsvm train a9a.zarr --model a9a.model -C 10 --gamma 0.05 -k 500 [--cluster cluster/slurm.yaml]
-    dsvm evaluate a9a.model a9a.t.zarr [--json]
-    dsvm predict a9a.model new.zarr --out pred.zarr   # or .csv / .npy
+    dsvm train a9a.train --cv 5 -C 10 --gamma 0.05  # N-fold CV score, as svm-train -v
+    dsvm evaluate a9a.model a9a.test [--json]  # a zarr dataset or a raw file, read like the model
+    dsvm predict a9a.model new.zarr --out pred.zarr [--proba | --decision]   # or .csv / .npy
     dsvm run pipelines/a9a.yaml [--cluster ...] [--set data_dir=...]
     dsvm info a9a.model | a9a.zarr
     dsvm clean [DIR ...] [--dry-run]           # what killed runs left: scratch stores, temporaries
@@ -18,65 +19,95 @@ command line); only bugs print a traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import json
 import logging
-import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import ClusterSpecError, ModelFileError, NotDsvmOutputError, NoWorkersError, PipelineError
-from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS
+from ..exceptions import ClusterSpecError, ModelFileError, NoWorkersError, PipelineError, UserError
+from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS, SOLVERS
 from ..signals import sigterm_cleanup
 from ..version import __version__
 
 logger = logging.getLogger("dsvm.cli")
 
 EXIT_USER_ERROR = 1
-
-
-class UserError(Exception):
-    """An error the user can fix; printed as one line."""
+TASKS = ("classification", "regression")
+INPUT_FORMATS = ("libsvm", "csv", "npy")
 
 
 def _add_cluster_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("where to run (default: a local Dask cluster sized to this machine)")
     g.add_argument("--cluster", metavar="SPEC.yaml", help="cluster spec file (see cluster/README.md)")
-    g.add_argument("--scheduler-address", metavar="ADDR", help="attach to a running scheduler, e.g. tcp://127.0.0.1:8786")
+    g.add_argument("--scheduler-address", metavar="ADDR",
+                   help="attach to a running scheduler, e.g. tcp://127.0.0.1:8786 (fails after "
+                        "dsvm.connect-timeout, 10 s, if it does not answer)")
     g.add_argument("--scheduler-file", metavar="FILE", help="attach to the scheduler described by a scheduler file")
     g.add_argument("--workers", type=int, metavar="N", help="worker processes of the default local cluster")
     g.add_argument("--threads-per-worker", type=int, metavar="N", help="threads per worker of the default local cluster")
     g.add_argument("--memory-limit", metavar="SIZE", help="memory limit per worker of the default local cluster, e.g. 2GiB")
 
 
+def _add_raw_input_args(p: argparse.ArgumentParser) -> None:
+    """How train / evaluate / predict read a DATA that is a file rather than a zarr dataset."""
+    g = p.add_argument_group("raw DATA files (LIBSVM, CSV or .npy, .gz/.xz/.bz2 or not; ingested into a "
+                             "temporary dataset)")
+    g.add_argument("--format", choices=list(INPUT_FORMATS), default=None,
+                   help="format of a raw DATA file (default: from the file name, else from its first line)")
+    g.add_argument("--labels", metavar="NPY", default=None,
+                   help="labels of a raw .npy DATA file: a 1-d .npy file (predict does not need them)")
+
+
 def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
-    g.add_argument("-C", type=float, default=1.0, help="cost of the squared hinge loss (default 1)")
+    g.add_argument("--task", choices=list(TASKS), default="classification",
+                   help="classification (NystroemSVC; several classes one-vs-rest) or regression (NystroemSVR, "
+                        "epsilon-insensitive L2-loss SVR); default classification")
+    g.add_argument("-C", type=float, default=1.0, help="cost of the squared hinge (or epsilon) loss (default 1)")
+    g.add_argument("--epsilon", type=float, default=None,
+                   help="regression: half-width of the insensitive tube (default 0)")
     g.add_argument("--gamma", default="scale", help="kernel gamma: a number, 'scale' or 'auto' (default scale)")
     g.add_argument("-k", "--n-components", type=int, default=500, help="number of landmarks (default 500)")
-    g.add_argument("--kernel", default="rbf", choices=list(KERNELS))
-    g.add_argument("--degree", type=int, default=3)
-    g.add_argument("--coef0", type=float, default=0.0)
+    g.add_argument("--kernel", default="rbf", choices=list(KERNELS), help="kernel function (default rbf)")
+    g.add_argument("--degree", type=int, default=3, help="degree of the poly kernel (default 3)")
+    g.add_argument("--coef0", type=float, default=0.0, help="constant term of the poly and sigmoid kernels (default 0)")
     g.add_argument("--landmarks", default="uniform", choices=list(LANDMARK_METHODS),
                    help="uniform rows, k-means centres, or rows active under a smaller model (default uniform)")
-    g.add_argument("--hessian", default="auto", choices=list(HESSIANS))
-    g.add_argument("--tol", type=float, default=1e-4)
-    g.add_argument("--max-iter", type=int, default=100)
-    g.add_argument("--class-weight", choices=["balanced"], default=None)
-    g.add_argument("--dtype", default="float32", choices=list(DTYPES))
-    g.add_argument("--feature-store", default="auto", choices=list(FEATURE_STORES))
-    g.add_argument("--random-state", type=int, default=0)
+    g.add_argument("--solver", default="newton", choices=list(SOLVERS),
+                   help="newton: semismooth Newton (LA-SN, default); tron: LIBLINEAR's trust-region Newton; "
+                        "dcd: LIBLINEAR's dual coordinate descent (features gathered in memory); pegasos: "
+                        "mini-batch Pegasos for the hinge loss. Regression: newton or tron")
+    g.add_argument("--hessian", default="auto", choices=list(HESSIANS),
+                   help="Newton system: gram (a (k+1)-square matrix), cg (conjugate gradient), or auto by a "
+                        "cost model (default auto)")
+    g.add_argument("--tol", type=float, default=1e-4,
+                   help="stop when the gradient norm has fallen by this factor (default 1e-4)")
+    g.add_argument("--max-iter", type=int, default=100,
+                   help="most Newton / TRON iterations or LIBLINEAR epochs (default 100)")
+    g.add_argument("--class-weight", action="append", metavar="CLASS:W", default=None,
+                   help="multiply C by W for the rows of class CLASS (repeatable: --class-weight 1:5 "
+                        "--class-weight=-1:1; a label starting with '-' needs the '='), or 'balanced': "
+                        "rows / (classes x rows of the class)")
+    g.add_argument("--probability", action="store_true",
+                   help="also fit Platt sigmoids (5 internal folds), so that dsvm predict --proba can write "
+                        "class probabilities")
+    g.add_argument("--dtype", default="float32", choices=list(DTYPES),
+                   help="precision of the feature matrix (default float32; sums are float64)")
+    g.add_argument("--feature-store", default="auto", choices=list(FEATURE_STORES),
+                   help="where the feature blocks live during the fit: cluster memory, a zarr scratch store, "
+                        "recomputed every pass, or auto by size (default auto)")
+    g.add_argument("--random-state", type=int, default=0,
+                   help="seed of the landmarks and the cross-validation folds (default 0)")
 
 
 def _common_options(defaults: bool) -> argparse.ArgumentParser:
     """--log-level / --quiet, accepted before and after the command name."""
     p = argparse.ArgumentParser(add_help=False)
     kw = {} if defaults else {"default": argparse.SUPPRESS}
-    p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+    p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (default INFO)",
                    **({"default": "INFO"} if defaults else kw))
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors",
                    **({"default": False} if defaults else kw))
@@ -88,8 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsvm", description="Large-scale kernel SVMs on Dask (LA-SN).", parents=[_common_options(True)]
     )
-    parser.add_argument("--version", action="version", version=f"dsvm {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"dsvm {__version__}", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                help="one of the commands below; dsvm COMMAND --help shows its options")
     sub.required = True
     common = _common_options(False)
     _add_parser = sub.add_parser
@@ -100,17 +132,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser = add_parser
 
     p = sub.add_parser("demo", help="train and evaluate on generated data on the default local cluster")
-    p.add_argument("--n-train", type=int, default=200_000)
-    p.add_argument("--n-test", type=int, default=50_000)
+    p.add_argument("--n-train", type=int, default=200_000, help="generated training rows (default 200000)")
+    p.add_argument("--n-test", type=int, default=50_000, help="generated test rows (default 50000)")
     p.add_argument("--output", default="reports/demo", help="report folder (default reports/demo)")
+    p.add_argument("--overwrite", action="store_true", help="replace the files of an earlier demo in the folder")
     _add_cluster_args(p)
 
     p = sub.add_parser("ingest", help="convert LIBSVM / CSV / .npy data into a zarr dataset")
     p.add_argument("source", help="input file (.gz/.xz/.bz2 are read transparently)")
     p.add_argument("target", help="zarr dataset to create")
-    p.add_argument("--format", choices=["libsvm", "csv", "npy"], default=None, help="default: from the file name")
+    p.add_argument("--format", choices=list(INPUT_FORMATS), default=None, help="default: from the file name")
     p.add_argument("--labels", metavar="NPY", default=None, help="labels of an .npy source: a 1-d .npy file")
-    p.add_argument("--n-features", type=int, default=None)
+    p.add_argument("--n-features", type=int, default=None,
+                   help="number of features (a LIBSVM test file may not use the last ones; default: the largest "
+                        "index found)")
     p.add_argument("--zero-based", choices=["auto", "true", "false"], default="auto",
                    help="LIBSVM indices start at 0 (default auto: if index 0 occurs; give it, or --like, for test files)")
     p.add_argument("--like", metavar="DATASET|MODEL",
@@ -119,69 +154,90 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--header", choices=["auto", "true", "false"], default="auto",
                    help="CSV: the first line holds column names (default auto: only if it cannot be data)")
     dense = p.add_mutually_exclusive_group()
-    dense.add_argument("--dense", dest="dense", action="store_true", default=None)
-    dense.add_argument("--sparse", dest="dense", action="store_false")
-    p.add_argument("--chunk-rows", type=int, default=None)
-    p.add_argument("--overwrite", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
+    dense.add_argument("--dense", dest="dense", action="store_true", default=None,
+                       help="store X dense (default: dense if at least 25%% of the values are non-zero)")
+    dense.add_argument("--sparse", dest="dense", action="store_false", help="store X sparse (CSR row chunks)")
+    p.add_argument("--chunk-rows", type=int, default=None, help="rows per stored chunk (default: about 64 MiB)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing dataset dsvm wrote")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars or progress lines")
 
-    p = sub.add_parser("train", help="fit a model on a dataset and save it")
-    p.add_argument("data", help="zarr dataset (or a LIBSVM/CSV/.npy file, ingested to a temporary store)")
-    p.add_argument("--model", required=True, help="model file to write (.npz)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing model file")
+    p = sub.add_parser("train", help="fit a model on a dataset and save it; or cross-validate it (--cv N)")
+    p.add_argument("data", metavar="DATA",
+                   help="zarr dataset, or a LIBSVM / CSV / .npy file ingested into a temporary dataset")
+    p.add_argument("--model", metavar="FILE.npz",
+                   help="model file to write (.npz); required except with --cv alone")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing model file (and an earlier --search report)")
     _model_args(p)
     p.add_argument("--checkpoint", metavar="PATH", help="write the Newton state after each iteration and resume from it "
                    "(kept until the model is saved)")
-    g = p.add_argument_group("model selection (cross-validated grid search, warm-started; the best model is saved)")
-    g.add_argument("--search", nargs="+", metavar="NAME=V1,V2", help="grid, e.g. C=1,10,100 gamma=0.01,0.05 k=500,1000")
-    g.add_argument("--cv", type=int, default=5, help="folds (default 5)")
+    g = p.add_argument_group("cross-validation and model selection (warm-started; fold models share the "
+                             "landmarks of all rows)")
+    g.add_argument("--search", nargs="+", metavar="NAME=V1,V2", help="grid, e.g. C=1,10,100 gamma=0.01,0.05 k=500,1000; "
+                   "the best model is saved")
+    g.add_argument("--cv", type=int, default=None, metavar="N",
+                   help="folds (default 5 with --search). Without --search: print the N-fold cross-validation "
+                        "score, mean and standard deviation over the folds, as svm-train -v; the model is also "
+                        "fitted on all rows and saved only if --model is given")
     g.add_argument("--scoring", default="accuracy", help="accuracy, balanced_accuracy, f1, ... (default accuracy)")
-    g.add_argument("--cv-report", metavar="DIR", help="where the CV table and heat map go (default: next to the model)")
+    g.add_argument("--cv-report", metavar="DIR", help="where the --search table and heat map go (default: next to "
+                   "the model)")
+    _add_raw_input_args(p)
     _add_cluster_args(p)
 
-    p = sub.add_parser("evaluate", help="accuracy and per-class precision/recall of a model on a dataset")
-    p.add_argument("model")
-    p.add_argument("data")
+    p = sub.add_parser("evaluate", help="accuracy and per-class precision/recall of a model on a dataset "
+                       "(regression: R², RMSE, MAE)")
+    p.add_argument("model", metavar="MODEL", help="model file (.npz) written by dsvm train")
+    p.add_argument("data", metavar="DATA", help="zarr dataset, or a raw file as for train, read with the model's "
+                   "number of features and LIBSVM indexing base")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_raw_input_args(p)
     _add_cluster_args(p)
 
     p = sub.add_parser("predict", help="write predictions for a dataset")
-    p.add_argument("model")
-    p.add_argument("data")
+    p.add_argument("model", metavar="MODEL", help="model file (.npz) written by dsvm train")
+    p.add_argument("data", metavar="DATA", help="zarr dataset, or a raw file as for train, read with the model's "
+                   "number of features and LIBSVM indexing base")
     p.add_argument("--out", required=True, help="output file: .zarr, .npy or .csv")
-    p.add_argument("--decision", action="store_true", help="write decision values instead of labels")
-    p.add_argument("--overwrite", action="store_true")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--decision", action="store_true", help="write decision values instead of labels")
+    what.add_argument("--proba", action="store_true",
+                      help="write class probabilities, one column per class (CSV header proba_<class>); needs a "
+                           "model trained with --probability")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing prediction file dsvm wrote")
+    _add_raw_input_args(p)
     _add_cluster_args(p)
 
     p = sub.add_parser("run", help="run a YAML pipeline: ingest → train → evaluate → report")
-    p.add_argument("pipeline")
+    p.add_argument("pipeline", help="pipeline file (YAML; see pipelines/)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a pipeline parameter")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the files of an earlier run in the output folder")
     _add_cluster_args(p)
 
     p = sub.add_parser("info", help="describe a model file or a dataset")
-    p.add_argument("path")
+    p.add_argument("path", help="model file (.npz) or zarr dataset")
 
     p = sub.add_parser(
         "clean", help="list and remove what killed dsvm runs left behind (scratch stores, temporary folders)",
         description="A run removes its temporary folders and files when it ends, also on an error, Ctrl-C or "
         "SIGTERM; kill -9 leaves them. This lists what dsvm's owner markers identify under the folders "
         "(recursively; default: the scratch directory and the system temporary folder, not recursively): "
-        "scratch feature stores (dsvm-features-PID-*.zarr), temporary datasets of 'dsvm train FILE' "
-        "(dsvm-train-PID-*) and ingest working folders (.NAME.*.dsvm-tmp), each holding a .dsvm-owner.json "
-        "naming its process and host; and temporary files of models, checkpoints and predictions "
-        "(.NAME.tmp-PID). It removes those whose process is gone from this host (a file also must have been "
-        "left unchanged for a minute), and keeps anything of a running process, of another host, or "
+        "scratch feature stores (dsvm-features-PID-*.zarr), temporary datasets of 'dsvm train/evaluate/predict "
+        "FILE' (dsvm-train-PID-*, dsvm-input-PID-*) and ingest working folders (.NAME.*.dsvm-tmp), each holding "
+        "a .dsvm-owner.json naming its process and host; and temporary files of models, checkpoints and "
+        "predictions (.NAME.tmp-PID). It removes those whose process is gone from this host (a file also must "
+        "have been left unchanged for a minute), and keeps anything of a running process, of another host, or "
         "without a marker.")
     p.add_argument("dirs", nargs="*", metavar="DIR", help="folders to search")
     p.add_argument("--dry-run", action="store_true", help="list only, remove nothing")
     return parser
 
 
-NOISY_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
-
-
 def _setup_logging(args) -> None:
     import dask.config
+
+    from .cluster import NOISY_LOGGERS, quiet_noisy_loggers
 
     level = logging.WARNING if args.quiet else getattr(logging, args.log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", force=True)
@@ -190,12 +246,7 @@ def _setup_logging(args) -> None:
     dask.config.set({"logging": {name: quiet for name in NOISY_LOGGERS}})
     import distributed  # noqa: F401  (its import sets its loggers' levels; override them after)
 
-    _quiet_noisy_loggers(level)
-
-
-def _quiet_noisy_loggers(level: int) -> None:
-    for name in NOISY_LOGGERS:
-        logging.getLogger(name).setLevel(max(level, logging.WARNING))
+    quiet_noisy_loggers(level)
 
 
 def _check_cluster_args(args) -> None:
@@ -211,21 +262,6 @@ def _check_cluster_args(args) -> None:
         raise UserError(f"scheduler file {args.scheduler_file} not found")
 
 
-def _connect(args):
-    from .cluster import connect
-
-    _quiet_noisy_loggers(logging.getLogger().level)
-
-    local = {}
-    if getattr(args, "workers", None):
-        local["n_workers"] = args.workers
-    if getattr(args, "threads_per_worker", None):
-        local["threads_per_worker"] = args.threads_per_worker
-    if getattr(args, "memory_limit", None):
-        local["memory_limit"] = args.memory_limit
-    return connect(args.cluster, args.scheduler_address, args.scheduler_file, local=local)
-
-
 def _reference(path: str):
     """The dataset or model named by ``--like``."""
     from .. import io
@@ -237,160 +273,22 @@ def _reference(path: str):
     return io.open_dataset(p) if p.is_dir() else load_model(p)
 
 
-def _open_data(path: str, tmpdir: str | None = None, progress: bool = True):
-    """A Dataset from a zarr store, or from a raw file ingested into ``tmpdir``."""
-    from .. import io
-
-    p = Path(path)
-    if not p.exists():
-        raise UserError(f"{path}: no such file or dataset")
-    if p.is_dir():
-        return io.open_dataset(p)
-    if tmpdir is None:
-        raise UserError(f"{path} is not a zarr dataset; convert it first with: dsvm ingest {path} DATASET.zarr")
-    logger.info("%s is a raw file: ingesting it into a temporary dataset", path)
-    return io.ingest(p, Path(tmpdir) / "data.zarr", progress=progress)
-
-
-def _gamma(text: str):
-    if text in ("scale", "auto"):
-        return text
-    try:
-        return float(text)
-    except ValueError:
-        raise UserError(f"--gamma must be a number, 'scale' or 'auto', got {text!r}") from None
-
-
-def _check_writable_target(path: str, option: str, overwrite: bool, ours, what: str) -> None:
-    """Fail before the work, not after it, when an output file could not be written.
-
-    The folder must exist and be writable, and an existing file must be a
-    ``what`` dsvm wrote and ``--overwrite`` given (the rule of :mod:`dsvm.io.replace`).
-    """
-    from ..io import check_replaceable
-
-    try:
-        target = check_replaceable(path, overwrite, ours, what)
-    except NotDsvmOutputError as exc:
-        raise UserError(f"{option}: {exc}".replace("overwrite=True (on the command line: --overwrite)",
-                                                   "--overwrite")) from None
-    folder = target.parent
-    if not folder.is_dir():
-        raise UserError(f"{option} {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UserError(f"{option} {path}: folder {folder} is not writable")
-
-
 def cmd_train(args) -> int:
-    from ..blocks import temporary_folder
-    from ..model_selection import SCORINGS
-    from ..svm import (
-        NystroemSVC,
-        check_checkpoint_path,
-        kept_until_saved,
-        model_file_problem,
-        remove_checkpoint,
-        save_model,
-    )
-    from .report_files import check_output_folder
-    from .search_report import parse_search_args, search_and_report
+    from .model_commands import train_command
 
-    params = dict(
-        C=args.C, gamma=_gamma(args.gamma), n_components=args.n_components, kernel=args.kernel,
-        degree=args.degree, coef0=args.coef0, landmarks=args.landmarks, hessian=args.hessian,
-        tol=args.tol, max_iter=args.max_iter, class_weight=args.class_weight, dtype=args.dtype,
-        feature_store=args.feature_store, random_state=args.random_state,
-    )
-    model = NystroemSVC(**params)
-    if args.checkpoint:
-        model.set_params(checkpoint=args.checkpoint)
-    grid = None
-    if args.search:
-        try:
-            grid = parse_search_args(args.search)
-        except ValueError as exc:
-            raise UserError(f"--search: {exc}") from None
-        if args.scoring not in SCORINGS:
-            raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
-    if not Path(args.data).exists():
-        raise UserError(f"{args.data}: no such file or dataset")
-    _check_writable_target(args.model, "--model", args.overwrite, model_file_problem, "model")
-    if args.checkpoint:
-        check_checkpoint_path(args.checkpoint)
-    if grid is not None:
-        check_output_folder(_cv_report_dir(args), "report folder")
-    keep = kept_until_saved() if args.checkpoint else contextlib.nullcontext()
-    with temporary_folder(None, "train") as tmp, _connect(args), keep:
-        ds = _open_data(args.data, tmp, progress=not args.quiet)
-        t0 = time.perf_counter()
-        if grid is None:
-            model.fit(ds)
-        else:
-            search, paths = search_and_report(ds, param_grid=grid, out_dir=_cv_report_dir(args), cv=args.cv,
-                                              scoring=args.scoring, **model.get_params())
-            model = search.best_estimator_
-            logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
-                        search.best_score_, paths.get("markdown"))
-        logger.info("trained in %.2fs: %d landmarks, %d Newton iterations", time.perf_counter() - t0,
-                    model.components_.shape[0], model.n_iter_)
-    try:
-        save_model(model, args.model, overwrite=args.overwrite)
-    except (OSError, ValueError) as exc:
-        if not args.checkpoint:
-            raise
-        msg = " ".join(str(exc).split())
-        raise UserError(f"{msg}; the finished fit is kept in checkpoint {args.checkpoint}: rerun the same command "
-                        "(with a writable --model) to save it without refitting") from None
-    logger.info("model written to %s", args.model)
-    if args.checkpoint:
-        remove_checkpoint(args.checkpoint)
-    return 0
-
-
-def _cv_report_dir(args) -> str:
-    return args.cv_report or str(Path(args.model).with_suffix("")) + "_cv"
+    return train_command(args)
 
 
 def cmd_evaluate(args) -> int:
-    from ..svm import evaluate, load_model
+    from .model_commands import evaluate_command
 
-    model = load_model(args.model)
-    ds = _open_data(args.data)
-    with _connect(args):
-        result = evaluate(model, ds)
-    result.update(
-        fit_seconds=model.solver_stats_.get("fit_seconds"),
-        k=int(model.components_.shape[0]),
-        C=model.C,
-        gamma=model.gamma_,
-        kernel=model.kernel,
-        model=str(args.model),
-        data=str(args.data),
-    )
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(f"accuracy {100 * result['accuracy']:.2f} % on {result['n_test']} rows "
-              f"(balanced {100 * result['balanced_accuracy']:.2f} %), predict {result['predict_seconds']:.2f} s")
-        print(f"{'class':>12} {'precision':>10} {'recall':>10} {'f1':>10} {'support':>9}")
-        for c in result["per_class"]:
-            print(f"{str(c['label']):>12} {c['precision']:>10.4f} {c['recall']:>10.4f} {c['f1']:>10.4f} {c['support']:>9d}")
-    return 0
+    return evaluate_command(args)
 
 
 def cmd_predict(args) -> int:
-    from ..svm import load_model
-    from .predictions import OUTPUT_SUFFIXES, prediction_problem, write_predictions
+    from .model_commands import predict_command
 
-    if Path(args.out).suffix.lower() not in OUTPUT_SUFFIXES:
-        raise UserError(f"--out {args.out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
-    _check_writable_target(args.out, "--out", args.overwrite, prediction_problem, "prediction file")
-    model = load_model(args.model)
-    ds = _open_data(args.data)
-    with _connect(args):
-        n = write_predictions(model, ds, args.out, decision=args.decision, overwrite=args.overwrite)
-    logger.info("wrote %d predictions to %s", n, args.out)
-    return 0
+    return predict_command(args)
 
 
 def cmd_ingest(args) -> int:
@@ -411,13 +309,14 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_run(args, spec=None) -> int:
+    from .cluster import connect_from_args
     from .pipeline import run_pipeline
     from .pipeline_spec import load_pipeline
     from .report_files import check_output_folder
 
     spec = load_pipeline(spec if spec is not None else args.pipeline, args.set)
-    check_output_folder(spec["output"], "pipeline output folder")
-    with _connect(args):
+    check_output_folder(spec["output"], "pipeline output folder", overwrite=args.overwrite)
+    with connect_from_args(args):
         report = run_pipeline(spec)
     ev = report.get("evaluation")
     what = "total" if spec.get("kind") == "paper" else "fit"

@@ -24,16 +24,22 @@ this machine is started, listening on 127.0.0.1 only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
+import errno
 import importlib
+import json
 import logging
 import os
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import ClusterSpecError
+from ..config import get as config_get
+from ..exceptions import ClusterSpecError, SchedulerUnreachableError
 from .cluster_schema import SCHEMAS, check_adapt, check_kwargs
 from .yaml_files import read_yaml_file
 
@@ -54,8 +60,9 @@ EXTRAS = {
 SPEC_KEYS = {"version", "module", "class", "args", "kwargs", "scale", "adapt", "wait_for_workers", "timeout", "name", "description"}
 
 
-__all__ = ["ClusterSpecError", "connect", "load_cluster_spec", "validate_cluster_spec", "make_cluster",
-           "local_listeners"]
+__all__ = ["ClusterSpecError", "SchedulerUnreachableError", "connect", "load_cluster_spec", "validate_cluster_spec",
+           "make_cluster", "local_listeners", "scheduler_file_address", "check_scheduler_reachable",
+           "connect_from_args", "NOISY_LOGGERS", "quiet_noisy_loggers"]
 LOCALHOST = "127.0.0.1"
 JOBQUEUE_CLASSES = ALLOWED_MODULES["dask_jobqueue"]
 assert set().union(*ALLOWED_MODULES.values()) <= set(SCHEMAS)
@@ -232,6 +239,115 @@ def local_cluster_kwargs(**overrides: Any) -> dict[str, Any]:
     return kwargs
 
 
+DEFAULT_SCHEDULER_PORT = 8786
+# A refused port or an unknown host fails the first short attempt at once; only a slow or silent
+# host gets the rest of dsvm.connect-timeout.
+FIRST_ATTEMPT_SECONDS = 1.0
+
+
+def scheduler_file_address(path: str | os.PathLike) -> str:
+    """The scheduler address written in a scheduler file (``dask scheduler --scheduler-file``)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "scheduler file not found", str(path)) from None
+    except (UnicodeDecodeError, ValueError):
+        raise SchedulerUnreachableError(f"scheduler file {path} is not a JSON scheduler file") from None
+    address = info.get("address") if isinstance(info, dict) else None
+    if not isinstance(address, str) or not address:
+        raise SchedulerUnreachableError(f"scheduler file {path} names no scheduler address")
+    return address
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, outermost first."""
+    chain = [exc]
+    while (exc.__cause__ or exc.__context__) is not None and len(chain) < 20:
+        exc = exc.__cause__ or exc.__context__
+        chain.append(exc)
+    return chain
+
+
+def _connect_failure(exc: BaseException) -> str:
+    """Why a connection failed, in a few words (distributed wraps the socket's error)."""
+    chain = _chain(exc)
+    for kind, words in ((ConnectionRefusedError, "connection refused"), (socket.gaierror, "unknown host"),
+                        (TimeoutError, "no answer")):
+        if any(isinstance(e, kind) for e in chain):
+            return words
+    text = " ".join(str(chain[-1]).split())
+    return text or type(chain[-1]).__name__
+
+
+async def _handshake(address: str, timeout: float) -> None:
+    """Connect to ``address`` and complete distributed's handshake (which has no timeout of its own)."""
+    from distributed.comm import connect as comm_connect
+
+    async def attempt():
+        comm = await comm_connect(address, timeout=timeout)
+        await comm.close()
+
+    await asyncio.wait_for(attempt(), timeout)
+
+
+def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> None:
+    """Fail with one line, within ``timeout`` seconds, when no scheduler answers at ``address``.
+
+    A refused port or an unknown host fails within
+    :data:`FIRST_ATTEMPT_SECONDS`; a host that does not answer, or a server
+    that never completes distributed's handshake, after ``timeout``.
+    ``where``: how the address was given (``" (from scheduler file s.json)"``).
+    Skipped inside a running event loop (the client then bounds the connect).
+    """
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        _, location = parse_address(address)
+        parse_host_port(location, default_port=DEFAULT_SCHEDULER_PORT)
+    except ValueError as exc:
+        raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
+    try:
+        asyncio.get_running_loop()
+        return
+    except RuntimeError:
+        pass
+    started = time.monotonic()
+    first = min(FIRST_ATTEMPT_SECONDS, timeout)
+    try:
+        asyncio.run(_handshake(address, first))
+        return
+    except ValueError as exc:  # e.g. an unknown scheme
+        raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
+    except (OSError, asyncio.TimeoutError) as exc:
+        if any(isinstance(e, (ConnectionRefusedError, socket.gaierror)) for e in _chain(exc)) or timeout <= first:
+            raise _unreachable(address, where, exc, started) from None
+    try:
+        asyncio.run(_handshake(address, timeout - first))
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise _unreachable(address, where, exc, started) from None
+
+
+def _unreachable(address: str, where: str, exc: BaseException, started: float) -> SchedulerUnreachableError:
+    waited = time.monotonic() - started
+    after = f" (waited {waited:.0f} s)" if waited >= 1 else ""
+    return SchedulerUnreachableError(f"cannot reach the Dask scheduler at {address}{where}: "
+                                     f"{_connect_failure(exc)}{after}")
+
+
+def _attach(address: str, where: str = ""):
+    """A client of the running scheduler at ``address``, or one line saying why there is none."""
+    from distributed import Client
+
+    timeout = float(config_get("connect-timeout"))
+    check_scheduler_reachable(address, timeout, where)
+    started = time.monotonic()
+    try:
+        return Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise _unreachable(address, where, exc, started) from None
+
+
 @contextlib.contextmanager
 def connect(
     cluster_spec: str | os.PathLike | dict | None = None,
@@ -253,13 +369,12 @@ def connect(
         raise ValueError("give at most one of --cluster, --scheduler-address and --scheduler-file")
     cluster = client = None
     if scheduler_address is not None:
-        client = Client(scheduler_address, timeout="30s")
+        client = _attach(scheduler_address)
         logger.info("attached to scheduler %s", scheduler_address)
     elif scheduler_file is not None:
-        if not Path(scheduler_file).exists():
-            raise FileNotFoundError(f"scheduler file {scheduler_file} not found")
-        client = Client(scheduler_file=str(scheduler_file), timeout="30s")
-        logger.info("attached to scheduler from %s", scheduler_file)
+        address = scheduler_file_address(scheduler_file)
+        client = _attach(address, f" (from scheduler file {scheduler_file})")
+        logger.info("attached to scheduler %s from %s", address, scheduler_file)
     else:
         import dask.config
 
@@ -300,3 +415,26 @@ def connect(
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+NOISY_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+
+
+def quiet_noisy_loggers(level: int) -> None:
+    """Show the cluster libraries' log records from WARNING up (or from ``level`` if higher)."""
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(max(level, logging.WARNING))
+
+
+def connect_from_args(args) -> contextlib.AbstractContextManager:
+    """:func:`connect` as the command line's cluster options say (``--cluster``, ``--scheduler-address``,
+    ``--scheduler-file``, and ``--workers`` / ``--threads-per-worker`` / ``--memory-limit`` of the
+    default local cluster)."""
+    local = {}
+    for option, key in (("workers", "n_workers"), ("threads_per_worker", "threads_per_worker"),
+                        ("memory_limit", "memory_limit")):
+        if getattr(args, option, None):
+            local[key] = getattr(args, option)
+    quiet_noisy_loggers(logging.getLogger().level)
+    return connect(getattr(args, "cluster", None), getattr(args, "scheduler_address", None),
+                   getattr(args, "scheduler_file", None), local=local)

@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from ..experiments import SOLVERS
+from .plot_axes import score_limits
 from .report_files import pyplot, save_figure
 
-__all__ = ["paper_markdown", "write_plots"]
+__all__ = ["paper_markdown", "write_plots", "sensitivity_figure"]
 
 
 def _pm(s: dict, scale: float = 1.0, digits: int = 3) -> str:
@@ -207,6 +208,31 @@ def _md_claims(report) -> list[str]:
 
 
 # --------------------------------------------------------------------------- plots
+def sensitivity_figure(plt, sensitivity: list[dict]):
+    """CV and held-out accuracy over k x C, one row of heat maps per data set.
+
+    Each map's colour scale spans at least
+    :data:`~dsvm.app.plot_axes.MIN_ACCURACY_SPAN` points around its values, so
+    a spread of a few tenths of a point is not drawn from one end of the
+    colour map to the other.
+    """
+    n = len(sensitivity)
+    fig, axes = plt.subplots(n, 2, figsize=(8, 2.8 * n), squeeze=False)
+    for row, s in zip(axes, sensitivity):
+        for ax, key, title in ((row[0], "cv_accuracy", "CV"), (row[1], "test_accuracy", "held-out")):
+            A = 100 * np.asarray(s[key], dtype=np.float64)
+            vmin, vmax = score_limits(A)
+            im = ax.imshow(A, cmap="viridis", aspect="auto", origin="lower", vmin=vmin, vmax=vmax)
+            for i in range(A.shape[0]):
+                for j in range(A.shape[1]):
+                    ax.text(j, i, f"{A[i, j]:.1f}", ha="center", va="center", fontsize=8,
+                            color="black" if A[i, j] > (vmin + vmax) / 2 else "white")
+            ax.set(xticks=range(len(s["C"])), xticklabels=[f"{c:g}" for c in s["C"]], yticks=range(len(s["k"])),
+                   yticklabels=s["k"], xlabel="C", ylabel="k", title=f"{s['dataset']}: {title} accuracy (%)")
+            fig.colorbar(im, ax=ax)
+    return fig
+
+
 def write_plots(report: dict, out: Path) -> list[str]:
     """PNG plots of every table; returns the file names written (none without matplotlib)."""
     plt = pyplot("the plots")
@@ -244,19 +270,7 @@ def write_plots(report: dict, out: Path) -> list[str]:
         save_figure(fig, out / "table4_lasn_vs_libsvm.png", dpi=110)
         names.append("table4_lasn_vs_libsvm.png")
     if report["sensitivity"]:
-        n = len(report["sensitivity"])
-        fig, axes = plt.subplots(n, 2, figsize=(8, 2.8 * n), squeeze=False)
-        for row, s in zip(axes, report["sensitivity"]):
-            for ax, key, title in ((row[0], "cv_accuracy", "CV"), (row[1], "test_accuracy", "held-out")):
-                A = 100 * np.asarray(s[key])
-                im = ax.imshow(A, cmap="viridis", aspect="auto", origin="lower")
-                for i in range(A.shape[0]):
-                    for j in range(A.shape[1]):
-                        ax.text(j, i, f"{A[i, j]:.1f}", ha="center", va="center", color="w", fontsize=8)
-                ax.set(xticks=range(len(s["C"])), xticklabels=[f"{c:g}" for c in s["C"]], yticks=range(len(s["k"])),
-                       yticklabels=s["k"], xlabel="C", ylabel="k", title=f"{s['dataset']}: {title} accuracy (%)")
-                fig.colorbar(im, ax=ax)
-        save_figure(fig, out / "sensitivity.png", dpi=100)
+        save_figure(sensitivity_figure(plt, report["sensitivity"]), out / "sensitivity.png", dpi=100)
         names.append("sensitivity.png")
     st = report.get("structure")
     if st and st["rows"]:

@@ -20,13 +20,14 @@ import zarr
 
 from ..io import create_exclusive, regular_file_problem, replacing, to_json_scalar
 from ..problems import labels_from_decision
-from ..svm import model_decisions
+from ..svm import model_decisions, platt_log_proba
 
 __all__ = ["OUTPUT_SUFFIXES", "FORMAT", "prediction_problem", "write_predictions"]
 
 OUTPUT_SUFFIXES = (".zarr", ".npy", ".csv")
 FORMAT = "dsvm-predictions"
-KINDS = ("decision", "labels", "values")
+KINDS = ("decision", "labels", "values", "proba")
+PREFIXES = ("decision_", "proba_")
 NPY_MAGIC = b"\x93NUMPY"
 
 
@@ -37,14 +38,15 @@ def _first_bytes(path: Path, n: int) -> bytes:
 
 
 def _is_header(fields: list[str]) -> bool:
-    return fields in (["prediction"], ["decision"]) or (bool(fields) and all(f.startswith("decision_") for f in fields))
+    return fields in (["prediction"], ["decision"]) or any(
+        bool(fields) and all(f.startswith(prefix) for f in fields) for prefix in PREFIXES)
 
 
 def prediction_problem(path: str | os.PathLike) -> str | None:
     """None if ``path`` is a prediction output dsvm writes, else why it is not.
 
-    A ``.csv`` must start with dsvm's header line (``prediction``, ``decision``
-    or ``decision_<class>,...``), an ``.npy`` must be a NumPy array file (dsvm
+    A ``.csv`` must start with dsvm's header line (``prediction``, ``decision``,
+    ``decision_<class>,...`` or ``proba_<class>,...``), an ``.npy`` must be a NumPy array file (dsvm
     adds no marker to those), a ``.zarr`` must carry ``format: dsvm-predictions``
     (or, from older versions, dsvm's ``kind`` and ``n_rows`` attributes).
     """
@@ -81,18 +83,32 @@ def _csv_cells(values: np.ndarray, labels: bool) -> list:
     return rows.tolist()  # str(float) is the shortest text that reads back to the same float
 
 
+def _csv_header(decision: bool, proba: bool, binary: bool, classes) -> list[str]:
+    """The CSV header: one name per column, classes written as in the label column (``1``, not ``1.0``)."""
+    if proba or (decision and not binary):
+        prefix = "proba_" if proba else "decision_"
+        return [f"{prefix}{to_json_scalar(c)}" for c in classes.tolist()]
+    return ["decision"] if decision else ["prediction"]
+
+
 def _npy_header(f, dtype: np.dtype, shape: tuple) -> None:
     np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
                                              "shape": shape})
 
 
-def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = False, overwrite: bool = False) -> int:
+def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = False, proba: bool = False,
+                      overwrite: bool = False) -> int:
     """Predict ``X`` (array, dask array or Dataset) block-wise and write to ``out``.
 
-    The format follows the suffix: ``.zarr`` (a 1-d array, or 2-d decision
-    values for multiclass), ``.npy`` or ``.csv`` (one row per input row,
-    written with the :mod:`csv` module: labels as stored, quoted where
-    needed, numbers in full precision).
+    Labels (a regression model: values), or with ``decision=True`` decision
+    values, or with ``proba=True`` the class probabilities of a model fitted
+    with ``probability=True`` (one column per class, in ``classes_`` order).
+    The format follows the suffix: ``.zarr`` (a 1-d array, or 2-d for
+    multiclass decision values and for probabilities; its ``classes``
+    attribute names the columns), ``.npy`` or ``.csv`` (one row per input
+    row, written with the :mod:`csv` module: labels as stored, quoted where
+    needed, numbers in full precision; the header names the columns:
+    ``prediction``, ``decision``, ``decision_<class>`` or ``proba_<class>``).
 
     Returns
     -------
@@ -109,16 +125,22 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ValueError(f"--out {out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
-    dec = model_decisions(model, X)
+    if decision and proba:
+        raise ValueError("write either decision values or probabilities, not both")
     classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value
+    if proba and (classes is None or not hasattr(model, "probA_")):
+        raise ValueError("probabilities need a classifier fitted with probability=True (CLI: --probability)")
+    dec = model_decisions(model, X)
     if classes is not None and classes.dtype.kind == "O":
         # one fixed width for every block: the first block's labels may all be short ones
         classes = classes.astype(str)
-    binary = model.coef_.shape[0] == 1
-    labels = not decision and classes is not None
-    kind = "decision" if decision else ("labels" if classes is not None else "values")
+    binary = model.coef_.shape[0] == 1 and not proba
+    labels = not decision and not proba and classes is not None
+    kind = "decision" if decision else "proba" if proba else ("labels" if classes is not None else "values")
 
     def convert(d: np.ndarray) -> np.ndarray:
+        if proba:
+            return np.exp(platt_log_proba(d, model.probA_, model.probB_))
         if not labels:
             return d[:, 0] if binary else d
         return labels_from_decision(d, classes)
@@ -135,6 +157,8 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
                     arr = zarr.create_array(str(staged.path), shape=shape, dtype=values.dtype,
                                             chunks=(max(1, len(values)),) + values.shape[1:])
                     arr.attrs.update({"format": FORMAT, "kind": kind, "n_rows": n})
+                    if values.ndim == 2 and classes is not None:
+                        arr.attrs["classes"] = [to_json_scalar(c) for c in classes.tolist()]
                 arr[start : start + len(values)] = values
                 start += len(values)
         elif suffix == ".npy":
@@ -147,15 +171,14 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
                         header = True
                     f.write(values.tobytes())
                 if not header:  # no rows
-                    width = () if binary or labels else (model.coef_.shape[0],)
+                    width = () if binary or labels else (len(classes) if proba else model.coef_.shape[0],)
                     _npy_header(f, classes.dtype if labels else np.dtype(np.float64), (0,) + width)
                 f.flush()
                 os.fsync(f.fileno())
         else:
             with create_exclusive(staged.path) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as f:
                 writer = csv.writer(f)
-                writer.writerow(["decision"] if decision and binary else (
-                    [f"decision_{c}" for c in classes] if decision else ["prediction"]))
+                writer.writerow(_csv_header(decision, proba, binary, classes))
                 for block in dec.iter_blocks():
                     writer.writerows(_csv_cells(convert(block), labels))
                 f.flush()

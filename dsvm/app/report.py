@@ -14,10 +14,11 @@ import scipy
 import sklearn
 
 from ..version import __version__
+from .plot_axes import integer_ticks, set_accuracy_limits, ticks_at_values
 from .report_files import pyplot, save_figure
 
-__all__ = ["machine_info", "machine_line", "json_safe", "plot_convergence", "plot_accuracy_vs_k",
-           "train_report_markdown"]
+__all__ = ["machine_info", "machine_line", "json_safe", "convergence_figure", "plot_convergence",
+           "accuracy_vs_k_figure", "plot_accuracy_vs_k", "train_report_markdown"]
 
 
 def machine_info() -> dict:
@@ -54,11 +55,12 @@ def json_safe(obj):
     return str(obj)
 
 
-def plot_convergence(stats: dict, path: Path) -> bool:
-    """The objective gap and gradient norm of every Newton iteration, as a PNG; False without matplotlib."""
-    plt = pyplot(path.name)
+def convergence_figure(stats: dict):
+    """The objective gap and gradient norm of every Newton iteration (a matplotlib figure; None without
+    matplotlib).  Iterations are counted on integer ticks."""
+    plt = pyplot("the convergence plot")
     if plt is None:
-        return False
+        return None
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for prob in stats["problems"]:
         hist = prob["history"]
@@ -72,24 +74,50 @@ def plot_convergence(stats: dict, path: Path) -> bool:
         axes[1].semilogy(it, [h["grad_norm"] for h in hist], marker="o", label=str(prob["class"]))
     axes[0].set(xlabel="Newton iteration", ylabel="(Φ − Φ_final) / Φ_final", title="objective")
     axes[1].set(xlabel="Newton iteration", ylabel="‖∇Φ‖", title="gradient norm")
+    for ax in axes:
+        integer_ticks(ax.xaxis)
     if len(stats["problems"]) > 1:
         axes[1].legend(title="class")
+    return fig
+
+
+def plot_convergence(stats: dict, path: Path) -> bool:
+    """:func:`convergence_figure` as a PNG; False without matplotlib."""
+    fig = convergence_figure(stats)
+    if fig is None:
+        return False
     save_figure(fig, path, dpi=110)
     return True
 
 
-def plot_accuracy_vs_k(rows: list[dict], path: Path) -> bool:
-    """Test accuracy and fit time over the landmarks ``k``, as a PNG; False without matplotlib."""
-    plt = pyplot(path.name)
+def accuracy_vs_k_figure(rows: list[dict]):
+    """Test accuracy and fit time over the landmarks ``k`` (a matplotlib figure; None without matplotlib).
+
+    ``k`` is ticked at the values tried; the accuracy axis spans at least
+    :data:`~dsvm.app.plot_axes.MIN_ACCURACY_SPAN` points, and the time axis starts at 0.
+    """
+    plt = pyplot("the accuracy-vs-k plot")
     if plt is None:
-        return False
+        return None
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ks = [r["n_components"] for r in rows]
-    ax.plot(ks, [100 * r["accuracy"] for r in rows], marker="o")
+    accuracy = [100 * r["accuracy"] for r in rows]
+    ax.plot(ks, accuracy, marker="o")
     ax.set(xscale="log", xlabel="landmarks k", ylabel="test accuracy (%)", title="accuracy vs k")
+    ticks_at_values(ax.xaxis, ks)
+    set_accuracy_limits(ax, accuracy)
     ax2 = ax.twinx()
     ax2.plot(ks, [r["fit_seconds"] for r in rows], marker="s", color="tab:orange")
     ax2.set_ylabel("fit seconds", color="tab:orange")
+    ax2.set_ylim(bottom=0)
+    return fig
+
+
+def plot_accuracy_vs_k(rows: list[dict], path: Path) -> bool:
+    """:func:`accuracy_vs_k_figure` as a PNG; False without matplotlib."""
+    fig = accuracy_vs_k_figure(rows)
+    if fig is None:
+        return False
     save_figure(fig, path, dpi=110)
     return True
 

@@ -3,7 +3,9 @@
 Report folders (a pipeline's ``output``, a CV report) are not replaced but
 written into: dsvm writes only into a new or empty folder, or one holding its
 marker file ``.dsvm-output`` (:func:`claim_output_folder`), and each file in
-it goes through the safe-replace routine (:func:`dsvm.io.write_file`).
+it goes through the safe-replace routine (:func:`dsvm.io.write_file`).  The
+command line checks first, with ``overwrite=False`` unless ``--overwrite`` is
+given, that the folder holds no earlier output, as for every other output.
 Figures need matplotlib, an optional dependency: :func:`pyplot` returns it
 (Agg backend) or None with a warning, and the report is written without them.
 """
@@ -41,13 +43,20 @@ def output_folder_problem(folder: str | os.PathLike) -> str | None:
     return None
 
 
-def check_output_folder(folder: str | os.PathLike, what: str = "output folder") -> Path:
-    """``folder`` as a path if dsvm may write into it; :class:`NotDsvmOutputError` otherwise."""
+def check_output_folder(folder: str | os.PathLike, what: str = "output folder", overwrite: bool = True) -> Path:
+    """``folder`` as a path if dsvm may write into it; :class:`NotDsvmOutputError` otherwise.
+
+    With ``overwrite=False`` a dsvm output folder that already holds files
+    (an earlier run's) is refused too.
+    """
     folder = Path(folder)
     reason = output_folder_problem(folder)
     if reason is not None:
         raise NotDsvmOutputError(f"{folder} is not a dsvm {what} ({reason}); dsvm writes only into new, empty or "
                                  "its own output folders: choose another output folder or empty this one")
+    if not overwrite and folder.is_dir() and any(p.name != OUTPUT_MARKER for p in folder.iterdir()):
+        raise NotDsvmOutputError(f"{folder} already holds the files of an earlier run (a dsvm {what}); pass "
+                                 "--overwrite to replace them, or choose another folder")
     return folder
 
 

@@ -13,12 +13,13 @@ import numpy as np
 
 from ..model_selection import NystroemSVCCV, hashable
 from ..svm import NystroemSVC, param_names
+from .plot_axes import score_limits
 from .report import json_safe
 from .report_files import claim_output_folder, pyplot, save_figure, write_report_file
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["parse_search_args", "search_and_report", "cv_table", "write_cv_report"]
+__all__ = ["parse_search_args", "search_and_report", "cv_table", "write_cv_report", "cv_heatmap_figure"]
 
 # --------------------------------------------------------------------------- the grid from the command line
 ALIASES = {"k": "n_components", "c": "C", "g": "gamma"}
@@ -190,7 +191,10 @@ def write_cv_report(search, out_dir, prefix: str = "cv") -> dict[str, Path]:
     return paths
 
 
-def _plot_heatmap(search, path: Path, scoring: str) -> Path | None:
+def cv_heatmap_figure(search, scoring: str):
+    """Mean CV score over C x gamma (the other parameters at their best values), as a matplotlib figure
+    (None without matplotlib).  The colour scale spans at least
+    :data:`~dsvm.app.plot_axes.MIN_ACCURACY_SPAN` points, so close scores get close colours."""
     plt = pyplot("the CV heat map")
     if plt is None:
         return None
@@ -205,16 +209,16 @@ def _plot_heatmap(search, path: Path, scoring: str) -> Path | None:
     for i in sel:
         p = r["params"][i]
         M[Cs.index(p.get("C")), gammas.index(hashable(p.get("gamma")))] = r["mean_test_score"][i]
+    vmin, vmax = score_limits(M, percent=False)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(gammas), 1.2 + 0.8 * len(Cs)))
-    im = ax.imshow(M, cmap="viridis", aspect="auto")
+    im = ax.imshow(M, cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_xticks(range(len(gammas)), [_fmt(g) for g in gammas])
     ax.set_yticks(range(len(Cs)), [_fmt(c) for c in Cs])
     ax.set_xlabel("gamma")
     ax.set_ylabel("C")
     title = ", ".join(f"{k}={_fmt(v)}" for k, v in fixed.items())
     ax.set_title(f"mean CV {scoring}" + (f" ({title})" if title else ""), fontsize=9)
-    finite = M[np.isfinite(M)]
-    mid = (finite.min() + finite.max()) / 2 if finite.size else 0
+    mid = (vmin + vmax) / 2  # dark text on the light half of the colour scale
     for a in range(M.shape[0]):
         for b in range(M.shape[1]):
             if np.isfinite(M[a, b]):
@@ -222,6 +226,13 @@ def _plot_heatmap(search, path: Path, scoring: str) -> Path | None:
                 ax.text(b, a, f"{M[a, b]:.4f}" + ("*" if is_best else ""), ha="center", va="center", fontsize=8,
                         color="black" if M[a, b] > mid else "white", fontweight="bold" if is_best else "normal")
     fig.colorbar(im, ax=ax)
+    return fig
+
+
+def _plot_heatmap(search, path: Path, scoring: str) -> Path | None:
+    fig = cv_heatmap_figure(search, scoring)
+    if fig is None:
+        return None
     save_figure(fig, path, dpi=110)
     return path
 

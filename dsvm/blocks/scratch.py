@@ -1,7 +1,8 @@
 """Temporary folders dsvm makes, marked with their owner, and what killed runs leave behind.
 
 Every temporary folder dsvm makes (a scratch feature store ``dsvm-features-PID-*.zarr``,
-the temporary dataset of ``dsvm train FILE`` ``dsvm-train-PID-*``, the working folder
+the temporary dataset of ``dsvm train FILE`` ``dsvm-train-PID-*`` (of ``dsvm evaluate`` / ``predict``:
+``dsvm-input-PID-*``), the working folder
 of an ingest ``.NAME.*.dsvm-tmp``) holds an owner marker, ``.dsvm-owner.json``::
 
     {"format": "dsvm-temporary", "kind": "features", "pid": 4242, "host": "node7",
@@ -51,7 +52,7 @@ OWNER_FILE = ".dsvm-owner.json"
 MARKER_FORMAT = "dsvm-temporary"
 FOLDER_PREFIX = "dsvm-"
 # the names of dsvm's temporary folders (with or without a marker: older versions wrote none)
-DSVM_FOLDER = re.compile(r"^dsvm-(?:features|train)-.+|.+\.dsvm-tmp$")
+DSVM_FOLDER = re.compile(r"^dsvm-(?:features|train|input)-.+|.+\.dsvm-tmp$")
 TEMP_FILE = re.compile(r"^\..+\.tmp-(?P<pid>\d+)(?:-[A-Za-z0-9_]+)?$")
 FILE_GRACE_SECONDS = 60.0
 _START_TOLERANCE = 1.0  # seconds: process start times are rounded to clock ticks

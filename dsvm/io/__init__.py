@@ -30,10 +30,11 @@ from .replace import (
     write_file,
 )
 from .synthetic import make_classification_zarr
+from .text import detect_format
 from .writer import write_dataset
 
 __all__ = [
-    "Dataset", "open_dataset", "ingest", "write_dataset", "make_classification_zarr",
+    "Dataset", "open_dataset", "ingest", "write_dataset", "make_classification_zarr", "detect_format",
     "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",

@@ -39,7 +39,7 @@ from .labels import (
     encode_labels,
     prepare_classification,
 )
-from .metrics import SCORINGS, class_scores, evaluate, score_from_confusion
+from .metrics import SCORINGS, class_scores, evaluate, regression_scores, regression_sums, score_from_confusion
 from .model_files import load_model, model_file_problem, save_model
 from .regressor import NystroemSVR
 from .warm_start import WARM_START_OPTIONS, subsample_problem, subsample_size, warm_start_problem, warm_start_rows
@@ -47,7 +47,7 @@ from .warm_start import WARM_START_OPTIONS, subsample_problem, subsample_size, w
 __all__ = [
     "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier",
     "save_model", "load_model", "model_file_problem", "ModelFileError", "CheckpointMismatchError",
-    "evaluate", "class_scores", "score_from_confusion", "SCORINGS",
+    "evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores",
     "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input", "model_decisions",
     "unpack_dataset", "check_index_base", "BLOCK_BYTES", "block_rows_for",
     "fit_problems", "solve_with", "warn_if_not_converged", "problem_stats",

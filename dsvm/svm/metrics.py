@@ -1,5 +1,5 @@
-"""Evaluation of a fitted classifier in one pass over (possibly out-of-core) data, and the scores of a
-confusion matrix (shared with the CV search)."""
+"""Evaluation of a fitted model in one pass over (possibly out-of-core) data: a classifier's confusion
+matrix and its scores (shared with the CV search), a regression model's R², RMSE and MAE."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..problems import decision_blocks, predicted_codes
 from .base import prediction_input, unpack_dataset
 from .labels import encode_codes
 
-__all__ = ["evaluate", "class_scores", "score_from_confusion", "SCORINGS"]
+__all__ = ["evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores"]
 
 SCORINGS = (
     "accuracy", "balanced_accuracy", "f1", "precision", "recall", "f1_macro", "precision_macro", "recall_macro",
@@ -71,31 +71,55 @@ def score_from_confusion(cm: np.ndarray, scoring: str) -> float:
     raise ValueError(f"scoring={scoring!r} is not supported; choose one of {SCORINGS}")
 
 
-def evaluate(model, X, y=None) -> dict[str, Any]:
-    """Accuracy, confusion matrix and per-class precision / recall / F1 in one pass.
+def regression_sums(dec, y_block) -> np.ndarray:
+    """Block function: ``[Σ r², Σ |r|, Σ y, Σ y², n]`` of the residuals ``r = y − prediction`` of a block
+    of one-column decision values (a regression model's predictions)."""
+    y = np.asarray(y_block, dtype=np.float64)
+    r = y - dec[:, 0]
+    return np.array([float(r @ r), float(np.abs(r).sum()), float(y.sum()), float(y @ y), float(y.size)])
 
-    Parameters
-    ----------
-    model : fitted NystroemSVC
-    X : array, sparse matrix, dask array or Dataset
-    y : labels (omit when ``X`` is a Dataset)
 
-    Returns
-    -------
-    dict with ``accuracy``, ``balanced_accuracy``, ``n_test``, ``confusion``
-    (rows: true class, columns: predicted), ``per_class`` and ``predict_seconds``.
-    """
-    if not hasattr(model, "classes_"):
-        raise ValueError(f"evaluate reports classification metrics; a {type(model).__name__} is a regression model "
-                         "(its score method gives R²)")
+def regression_scores(sums: np.ndarray) -> dict[str, float]:
+    """R² (0 for constant targets), RMSE and MAE from the :func:`regression_sums` summed over all blocks."""
+    sse, sae, s, ss, n = (float(v) for v in sums)
+    if n == 0:
+        return {"r2": float("nan"), "rmse": float("nan"), "mae": float("nan")}
+    sst = ss - s * s / n
+    return {"r2": 1.0 - sse / sst if sst > 0 else 0.0, "rmse": float(np.sqrt(sse / n)), "mae": sae / n}
+
+
+def _checked_input(model, X, y):
     X_rb, checked = prediction_input(model, X)  # before unpacking: a Dataset's format is checked
     X, y = unpack_dataset(X, y)
     if y is None:
         raise ValueError("evaluate needs labels: pass y or a Dataset that holds them")
     check_n_rows(X_rb.n_rows, y)
-    y_rb = aligned_vector(y, X_rb)
+    return X_rb, checked, aligned_vector(y, X_rb)
+
+
+def evaluate(model, X, y=None) -> dict[str, Any]:
+    """A classifier's accuracy, confusion matrix and per-class precision / recall / F1, or a regression
+    model's R², RMSE and MAE, in one pass.
+
+    Parameters
+    ----------
+    model : fitted NystroemSVC or NystroemSVR
+    X : array, sparse matrix, dask array or Dataset
+    y : labels or targets (omit when ``X`` is a Dataset)
+
+    Returns
+    -------
+    dict
+        Classifier: ``accuracy``, ``balanced_accuracy``, ``n_test``, ``confusion`` (rows: true class,
+        columns: predicted), ``per_class`` and ``predict_seconds``.  Regression model: ``r2``, ``rmse``,
+        ``mae``, ``n_test`` and ``predict_seconds``.
+    """
+    X_rb, checked, y_rb = _checked_input(model, X, y)
     t0 = time.perf_counter()
     dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
+    if not hasattr(model, "classes_"):
+        sums = dec.map_reduce(regression_sums, aligned=(y_rb,))
+        return {**regression_scores(sums), "n_test": int(sums[4]), "predict_seconds": time.perf_counter() - t0}
     cm = dec.map_reduce(_confusion_from_decision, aligned=(y_rb,), shared=(model.classes_,))
     seconds = time.perf_counter() - t0
     n = int(cm.sum())

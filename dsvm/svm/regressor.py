@@ -14,6 +14,7 @@ from ..signals import sigterm_cleanup
 from .base import NystroemBase, check_index_base, check_params, model_decisions, prepare_fit_input, unpack_dataset
 from .fitting import fit_problems
 from .labels import check_sample_weight_blocks
+from .metrics import regression_scores, regression_sums
 
 __all__ = ["NystroemSVR"]
 
@@ -33,12 +34,6 @@ def _finite_targets_block(y_block):
 
 def _as_float_block(y_block):
     return np.asarray(y_block, dtype=np.float64)
-
-
-def _r2_from_decision(dec, y_block):
-    pred = dec[:, 0]
-    y = np.asarray(y_block, dtype=np.float64)
-    return np.array([float(np.sum((y - pred) ** 2)), float(y.sum()), float((y * y).sum()), float(y.size)])
 
 
 class NystroemSVR(RegressorMixin, NystroemBase):
@@ -153,7 +148,5 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         if is_dask_array(X) and sample_weight is None:
             dec = model_decisions(self, X)
             check_n_rows(X.shape[0], y)
-            sse, s, ss, n = dec.map_reduce(_r2_from_decision, aligned=(aligned_vector(y, dec),))
-            sst = ss - s * s / n
-            return 1.0 - sse / sst if sst > 0 else 0.0
+            return regression_scores(dec.map_reduce(regression_sums, aligned=(aligned_vector(y, dec),)))["r2"]
         return super().score(X, y, sample_weight=sample_weight)

@@ -5,10 +5,13 @@ bad specs fail with one clear line (library and CLI), everything dsvm starts lis
 from __future__ import annotations
 
 import asyncio
-import re
 import inspect
+import json
+import re
+import socket
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -448,3 +451,91 @@ def test_a_host_named_in_the_spec_is_kept():
     kw = local_listeners("SLURMCluster", {"interface": "ib0", "worker_extra_args": ["--dashboard-address", ":0"]})
     assert "host" not in kw["scheduler_options"] and "--host" not in kw["worker_extra_args"]
     assert kw["worker_extra_args"] == ["--dashboard-address", "127.0.0.1:0"]
+
+
+# --------------------------------------------------------------------------- a scheduler that does not answer
+
+@pytest.fixture
+def closed_port():
+    """A local TCP port nothing listens on (connections to it are refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP server that accepts connections and never answers (no distributed handshake)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    accepted = []
+    stop = threading.Event()
+
+    def serve():
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in accepted:
+        conn.close()
+    server.close()
+
+
+def _train_error(tmp_path, tiny_libsvm, capsys, *where) -> str:
+    from dsvm.app.cli import main
+
+    capsys.readouterr()
+    assert main(["-q", "train", str(tiny_libsvm), "--model", str(tmp_path / "m.npz"), *where]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("dsvm train: error: "), err
+    assert not (tmp_path / "m.npz").exists()
+    return err[0]
+
+
+def test_a_refused_scheduler_address_is_one_line_without_the_connect_timeout(tmp_path, tiny_libsvm, capsys,
+                                                                            closed_port):
+    """It was a 40-line traceback after the 30 s connect timeout."""
+    import dask
+
+    address = f"tcp://127.0.0.1:{closed_port}"
+    with dask.config.set({"dsvm.connect-timeout": 300}):  # a refused port must not wait for it
+        line = _train_error(tmp_path, tiny_libsvm, capsys, "--scheduler-address", address)
+    assert line.startswith(f"dsvm train: error: cannot reach the Dask scheduler at {address}: connection refused")
+    assert "waited 300 s" not in line
+
+
+def test_a_scheduler_file_of_a_dead_scheduler_is_one_line(tmp_path, tiny_libsvm, capsys, closed_port):
+    address = f"tcp://127.0.0.1:{closed_port}"
+    (tmp_path / "sched.json").write_text(json.dumps({"type": "Scheduler", "address": address}))
+    line = _train_error(tmp_path, tiny_libsvm, capsys, "--scheduler-file", str(tmp_path / "sched.json"))
+    assert f"cannot reach the Dask scheduler at {address} (from scheduler file {tmp_path / 'sched.json'}): " \
+           "connection refused" in line
+    (tmp_path / "sched.json").write_text("{not json")
+    assert "is not a JSON scheduler file" in _train_error(tmp_path, tiny_libsvm, capsys, "--scheduler-file",
+                                                          str(tmp_path / "sched.json"))
+
+
+def test_a_server_that_never_answers_fails_after_the_connect_timeout(tmp_path, tiny_libsvm, capsys, silent_server):
+    """distributed's handshake has no timeout of its own: this waited forever."""
+    import dask
+
+    with dask.config.set({"dsvm.connect-timeout": 2}):
+        line = _train_error(tmp_path, tiny_libsvm, capsys, "--scheduler-address", silent_server)
+    assert re.search(f"cannot reach the Dask scheduler at {silent_server}: no answer \\(waited \\d+ s\\)$", line), line
+
+
+def test_a_running_scheduler_is_attached_to(tmp_path, tiny_libsvm, scheduler_address):
+    from dsvm.app.cli import main
+
+    assert main(["-q", "train", str(tiny_libsvm), "--model", str(tmp_path / "m.npz"), "-k", "2",
+                 "--scheduler-address", scheduler_address]) == 0
+    assert (tmp_path / "m.npz").exists()

@@ -104,6 +104,9 @@ def test_a_dsvm_output_folder_still_keeps_a_user_folder_at_a_dataset_path(tmp_pa
     user = _user_folder(proj / "data" / "train.zarr")
     (proj / report_files.OUTPUT_MARKER).write_text(report_files.MARKER_TEXT)
     line = _one_line_error(dsvm_cli("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", cwd=tmp_path), "run")
+    assert "already holds the files of an earlier run (a dsvm pipeline output folder); pass --overwrite" in line
+    line = _one_line_error(dsvm_cli("run", _pipeline(tmp_path, libsvm_file), "--set", "output=proj", "--overwrite",
+                                    cwd=tmp_path), "run")
     assert f"{user} exists and is not a dataset written by dsvm" in line
     assert (user / "README").read_text() == "precious\n"
 

@@ -1,4 +1,4 @@
-"""Reading text in blocks of lines, format detection, the progress bar."""
+"""Reading text in blocks of lines, format detection."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsvm.io.progress import ProgressBar
 from dsvm.io.text import byte_ranges, compression, detect_format, read_range, stream_blocks
 
 
@@ -63,16 +62,3 @@ def test_compression_and_format_detection(tmp_path):
     np.save(tmp_path / "arr", np.ones(3))
     (tmp_path / "arr.npy").rename(tmp_path / "arr.bin")
     assert detect_format(tmp_path / "arr.bin") == "npy"
-
-
-def test_progress_bar():
-    out = io.StringIO()
-    bar = ProgressBar(2_000_000, label="parse x", unit="B", stream=out)
-    bar.update(1_000_000)
-    bar.close()
-    text = out.getvalue()
-    assert text.startswith("\rparse x [") and text.endswith("\n")
-    assert "1.0 MB/2.0 MB" in text and "50%" in text and "B/s" in text
-    silent = io.StringIO()
-    ProgressBar(10, enabled=False, stream=silent).update(5)
-    assert silent.getvalue() == ""
