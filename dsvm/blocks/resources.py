@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from .convert import as_row_blocks
 from .dask_blocks import active_client
 from .waiting import TaskFootprint, pause_fraction, scheduler_workers
 from .interface import RowBlocks
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["available_threads", "cluster_memory", "task_memory_budget", "available_memory", "task_sized_blocks",
            "describe_scheduler", "WorkerMemory", "worker_memory", "task_bytes", "fit_block_rows", "BLOCK_COPIES",
@@ -291,6 +294,11 @@ def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: 
     if chunk_bytes:
         detail = f"a stored chunk of {format_bytes(chunk_bytes)} read whole, " + detail
     blocks.footprint = TaskFootprint(CHUNK_COPIES * chunk_bytes + task_bytes(rows, k, itemsize, fit), detail)
+    if workers:
+        w = min(workers, key=lambda w: w.usable / w.threads)
+        logger.info("row blocks of up to %d rows: a task needs about %s; worker %s may add %s before Dask pauses it "
+                    "(%s fixed, %d thread(s))", rows, format_bytes(blocks.footprint.bytes), w.address,
+                    format_bytes(w.usable), format_bytes(fixed), w.threads)
     return blocks
 
 
