@@ -43,7 +43,8 @@ from .interface import RowBlocks
 logger = logging.getLogger(__name__)
 
 __all__ = ["available_threads", "cluster_memory", "task_memory_budget", "available_memory", "task_sized_blocks",
-           "describe_scheduler", "WorkerMemory", "worker_memory", "task_bytes", "fit_block_rows", "BLOCK_COPIES",
+           "describe_scheduler", "WorkerMemory", "worker_memory", "task_bytes", "fit_block_rows", "check_worker_memory",
+           "BLOCK_COPIES",
            "GRAM_BYTES", "MIN_BLOCK_ROWS"]
 
 #: block-sized arrays a task holds at its peak: the kernel block, the feature block, the scratch-store write's copy
@@ -203,7 +204,8 @@ def fit_block_rows(workers: list[WorkerMemory], k: int, itemsize: int, fixed: fl
     for w in workers:
         need = fixed + w.threads * task_bytes(MIN_BLOCK_ROWS, k, itemsize, fit)
         if need > w.usable:
-            raise _too_small(w, k, itemsize, fixed, fit, what)
+            raise _too_small(w, fixed, task_bytes(MIN_BLOCK_ROWS, k, itemsize, fit), what,
+                             f"blocks of {MIN_BLOCK_ROWS} rows, k={k}")
         fits = ((w.usable - fixed) / w.threads - base) // per_row
         # room for persisted feature blocks if there is enough, else at least the blocks of the share rule
         # of machines without a cluster (as long as they fit)
@@ -213,8 +215,8 @@ def fit_block_rows(workers: list[WorkerMemory], k: int, itemsize: int, fixed: fl
     return max(MIN_BLOCK_ROWS, rows)
 
 
-def _too_small(w: WorkerMemory, k: int, itemsize: int, fixed: float, fit: bool, what: str) -> WorkerMemoryError:
-    per_thread = task_bytes(MIN_BLOCK_ROWS, k, itemsize, fit)
+def _too_small(w: WorkerMemory, fixed: float, per_thread: float, fixed_what: str, thread_what: str
+               ) -> WorkerMemoryError:
     need = fixed + w.threads * per_thread
     # a margin over the bare figure: RSS and the allocator's heap vary a little from run to run
     enough = math.ceil(1.15 * (w.held + need) / w.pause_fraction / 2**20 / 10) * 10
@@ -224,10 +226,29 @@ def _too_small(w: WorkerMemory, k: int, itemsize: int, fixed: float, fit: bool, 
         f"{format_bytes(w.limit)} memory limit, Dask pauses it at {w.pause_fraction:.0%} "
         f"({format_bytes(w.pause_bytes)}) and it already holds {format_bytes(w.held)} with dsvm loaded, leaving "
         f"{format_bytes(left)}; the computation needs {format_bytes(need)} there: {format_bytes(fixed)} fixed "
-        f"({what}) and {format_bytes(per_thread)} for each of its {w.threads} thread(s) (blocks of "
-        f"{MIN_BLOCK_ROWS} rows, k={k}). Give each worker at least {enough} MiB (--memory-limit or the cluster "
-        "spec) or fewer threads"
+        f"({fixed_what}) and {format_bytes(per_thread)} for each of its {w.threads} thread(s) ({thread_what}). "
+        f"Give each worker at least {enough} MiB (--memory-limit or the cluster spec) or fewer threads"
     )
+
+
+def check_worker_memory(per_thread: float, thread_what: str, modules: tuple[str, ...] = ()) -> None:
+    """Refuse, before the work, a computation whose tasks (``per_thread`` bytes each, one per thread at once:
+    ``thread_what`` says of what) do not fit below the line where Dask pauses a worker.
+
+    No-op without a distributed cluster.
+
+    Raises
+    ------
+    WorkerMemoryError
+        Naming the memory a worker needs and the memory it has.
+    """
+    client = active_client()
+    if client is None:
+        return
+    heap = float(config.get("worker-heap-bytes"))
+    for w in worker_memory(client, modules):
+        if heap + w.threads * per_thread > w.usable:
+            raise _too_small(w, heap, per_thread, "heap", thread_what)
 
 
 def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: int = 8, fit: bool = True,

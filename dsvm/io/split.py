@@ -15,7 +15,8 @@ labels only:
 Then each part is written by :func:`dsvm.io.write_dataset` (a private
 temporary folder renamed into place at the end) from a lazy selection of
 the rows of every chunk: one stored chunk per task, ``X`` read once per
-part.  Since only global indices enter the hash, any chunking of the same
+part, and chunks of the dataset's size, so a task holds a few stored chunks
+(:data:`SPLIT_TASK_CHUNKS`; checked against the workers' memory first).  Since only global indices enter the hash, any chunking of the same
 rows gives the same parts, in the same order (the dataset's).
 """
 
@@ -30,7 +31,8 @@ import numpy as np
 from dask.array.utils import meta_from_array
 from dask.base import tokenize
 
-from ..blocks import as_row_blocks, compute, row_hash, row_index_blocks
+from ..blocks import as_row_blocks, check_worker_memory, compute, row_hash, row_index_blocks
+from ..exceptions import format_bytes
 from .dataset import Dataset
 from .layout import REQUIRED_ATTRS, SEALED_ATTRS
 from .writer import write_dataset
@@ -41,6 +43,9 @@ __all__ = ["split_dataset", "split_thresholds"]
 
 #: histogram cells of pass 1 over all classes at most (2^22 int64 counts: 32 MiB per task)
 MAX_CELLS = 2**22
+#: stored chunks a task of the split holds at its peak (the chunk, its compressed bytes, the selected rows, the
+#: staged part written again)
+SPLIT_TASK_CHUNKS = 4
 #: attributes write_dataset sets itself: never carried from the dataset to its parts
 LAYOUT_ATTRS = (set(REQUIRED_ATTRS) | set(SEALED_ATTRS) | {"seal", "created_by", "created_at"}) - {"zero_based"}
 
@@ -199,6 +204,10 @@ def split_dataset(
     """
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+    chunk = (ds.nnz / max(1, ds.n_chunks) * (ds.dtype.itemsize + 4) if ds.sparse
+             else float(ds.chunk_rows) * ds.n_features * ds.dtype.itemsize)
+    check_worker_memory(SPLIT_TASK_CHUNKS * chunk, f"{SPLIT_TASK_CHUNKS} x a stored chunk of {format_bytes(chunk)}",
+                        modules=("dsvm.io",))
     classes = np.asarray(ds.classes)
     thresholds, target = split_thresholds(ds.y, classes, test_fraction, seed)
     n_test = int(target.sum())
@@ -217,8 +226,9 @@ def split_dataset(
         X = _part(ds.X, y_blocks, offsets, counts, args, f"X-{name}")
         y = _part(ds.y, y_blocks, offsets, counts, args, f"y-{name}")
         attrs = {**extra, "split": {"of": str(ds.path), "part": name, "test_fraction": test_fraction, "seed": seed}}
-        parts.append(write_dataset(target_path, X, y, dense=not ds.sparse, dtype=str(ds.dtype), overwrite=overwrite,
-                                   progress=progress, source=f"{ds.attrs.get('source', ds.path)} ({name} part)",
-                                   attrs=attrs))
+        # the parts' chunks are no larger than the dataset's: what its tasks hold fits the workers
+        parts.append(write_dataset(target_path, X, y, dense=not ds.sparse, chunk_rows=ds.chunk_rows,
+                                   dtype=str(ds.dtype), overwrite=overwrite, progress=progress,
+                                   source=f"{ds.attrs.get('source', ds.path)} ({name} part)", attrs=attrs))
         logger.info("split %s: %s part of %d rows written to %s", ds.path, name, sum(counts), target_path)
     return parts[0], parts[1]
