@@ -25,8 +25,8 @@ from dask.core import flatten
 from distributed import default_client, futures_of
 
 from ..blas import single_threaded_blas
-from .waiting import PinnedWorkerLost, TaskFootprint, gather
 from .interface import TREE_FANIN, RowBlocks, tree_sum
+from .waiting import PinnedWorkerLost, TaskFootprint, gather
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,8 @@ def _submit_reduction(client, fn, blocks, extra, shared, combine, holders):
 
     With ``holders`` (one worker address per block) each block's task runs on
     its holder, and the parts are combined per worker before one partial
-    result per worker travels.
+    result per worker travels.  The order of the sums then follows where the
+    blocks are, so results may differ in the last bits between clusters.
     """
     groups: dict[str | None, list[int]] = {}
     parts = []

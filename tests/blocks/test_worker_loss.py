@@ -130,3 +130,30 @@ def test_workers_killed_for_memory_give_a_one_line_error():
     text = str(err.value)
     assert "Dask workers died 2 times running the same task" in text
     assert "Each worker has 400.0 MiB of memory" in text and "needs about 600.0 MiB (one 600 MiB array)" in text
+
+
+def test_a_worker_lost_during_a_pinned_pass_runs_it_again_unpinned(two_workers, caplog):
+    """Pass tasks are pinned to the worker holding their block; when that worker dies during the pass, the
+    tasks cannot run anywhere: the pass runs again unpinned, on blocks Dask recomputes, with the same result."""
+    import dask.array as da
+    from distributed import futures_of, get_worker
+
+    from dsvm.blocks import as_row_blocks
+
+    client, workers = two_workers
+
+    def sum_or_die(block):  # defined here: it travels to the workers by value
+        if get_worker().name == "w0":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return block.sum(axis=0)
+
+    X = np.random.default_rng(0).normal(size=(4_000, 3))
+    with client.as_current():
+        blocks = as_row_blocks(da.from_array(X, chunks=(250, 3)), 0).persist()
+        holders = {w for ws in client.who_has(futures_of(blocks.array)).values() for w in ws}
+        assert len(holders) == 2  # both workers hold blocks, so the pass needs w0
+        with caplog.at_level(logging.WARNING, logger="dsvm.blocks.dask_blocks"):
+            total = blocks.map_reduce(sum_or_die)
+    assert workers[0].poll() is not None and len(client.scheduler_info()["workers"]) == 1
+    np.testing.assert_allclose(total, X.sum(axis=0))
+    assert "left the cluster during a pass; running the pass again without pinning its tasks" in caplog.text
