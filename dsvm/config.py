@@ -18,8 +18,14 @@ memory-fraction
 block-bytes
     Upper bound of one feature block (rows x components x itemsize).
 task-memory-share
-    A block may use at most worker memory / (threads x this number), as a
-    task holds several block-sized temporaries.
+    Without a distributed cluster, a block may use at most this machine's
+    available memory / (threads x this number), as a task holds several
+    block-sized temporaries.  On a cluster the blocks are sized from what
+    each worker really has (see :mod:`dsvm.blocks.resources`).
+worker-heap-bytes
+    Memory a worker keeps during a computation besides its data and its
+    tasks' arrays (allocator fragmentation, caches; measured about 64 MiB),
+    counted by the check of the workers' memory before the work.
 no-worker-timeout
     Seconds a fit waits on a distributed cluster that has no worker left
     before failing with a clear error (lost workers are otherwise replaced by
@@ -27,6 +33,12 @@ no-worker-timeout
 connect-timeout
     Seconds to wait for a running Dask scheduler (``--scheduler-address``,
     ``--scheduler-file``) to answer before failing with a one-line error.
+paused-timeout
+    Seconds dsvm waits while the workers it needs are paused by Dask for
+    lack of memory (every worker, or a worker that holds blocks a pass must
+    run on) before failing with a clear error naming the memory they hold;
+    also when they pause again and again (paused in 90 % of the checks over
+    three times this).
 disk-bandwidth, flops-per-thread
     Rough machine constants of the feature-store cost model (bytes/s, flop/s).
 io.chunk-bytes
@@ -56,6 +68,8 @@ DEFAULTS: dict[str, Any] = {
     "flops-per-thread": 2.5e10,
     "no-worker-timeout": 60.0,
     "connect-timeout": 10.0,
+    "paused-timeout": 60.0,
+    "worker-heap-bytes": 64 * 2**20,
     "io": {"chunk-bytes": 64 * 2**20, "dense-density": 0.25},
 }
 

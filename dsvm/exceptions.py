@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "UserError", "NoWorkersError", "WorkerMemoryError", "InvalidDatasetError", "InputFileError", "ModelFileError",
-    "CheckpointMismatchError", "ClusterSpecError", "SchedulerUnreachableError", "PipelineError", "NotDsvmOutputError", "DiskFullError",
+    "UserError", "NoWorkersError", "WorkerMemoryError", "WorkersPausedError", "InvalidDatasetError", "InputFileError",
+    "ModelFileError", "CheckpointMismatchError", "ClusterSpecError", "SchedulerUnreachableError", "PipelineError",
+    "NotDsvmOutputError", "DiskFullError",
     "is_disk_full", "disk_full_error", "disk_full_names", "format_bytes", "tree_bytes",
 ]
 
@@ -40,7 +41,12 @@ class NoWorkersError(RuntimeError):
 
 
 class WorkerMemoryError(MemoryError):
-    """Workers kept dying on the same task (``distributed.KilledWorker``): it needs more memory than they have."""
+    """A task needs more memory than the Dask workers have: found before the work, or workers kept dying on
+    the same task (``distributed.KilledWorker``)."""
+
+
+class WorkersPausedError(MemoryError):
+    """The Dask workers a computation waits on stayed paused for lack of memory (``dsvm.paused-timeout``)."""
 
 
 class InvalidDatasetError(ValueError):

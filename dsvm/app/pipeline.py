@@ -21,8 +21,9 @@ A pipeline file (see ``pipelines/``)::
 Relative paths are taken from the current directory.  The model is saved
 as ``<output>/model.npz``.
 
-A data set without a test file can be split after ingesting (it is loaded
-into memory for that, so only for small data; stratified and seeded)::
+A data set without a test file can be split after ingesting (stratified by
+class and seeded; chunk by chunk, never loaded, and the same split whatever
+the chunking: see :func:`dsvm.io.split_dataset`)::
 
     data:
       train: {source: "${data_dir}/mushrooms.all.xz", format: libsvm, n_features: 112}
@@ -45,10 +46,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sklearn.model_selection import train_test_split
-
 from ..exceptions import PipelineError
-from ..io import ingest, make_classification_zarr, open_dataset
+from ..io import ingest, make_classification_zarr, open_dataset, split_dataset
 from ..svm import NystroemSVC, evaluate, save_model
 from .paper import run_paper
 from .pipeline_spec import check_inputs, check_pipeline, search_grid
@@ -78,18 +77,17 @@ def materialise_dataset(entry: dict[str, Any], target: Path, where: str, like=No
 
 
 def _split_dataset(ds, data_dir: Path, opts: Any):
-    """``data: split:`` — a stratified, seeded train/test split of a small dataset (loaded into memory)."""
+    """``data: split:`` — a stratified, seeded train/test split by the row hash, chunk by chunk (never loaded)."""
     if not isinstance(opts, dict) or set(opts) - {"test_fraction", "random_state"}:
         raise PipelineError(f"data.split: expected {{test_fraction: 0.2, random_state: 0}}, got {opts!r}")
     fraction = float(opts.get("test_fraction", 0.2))
     if not 0.0 < fraction < 1.0:
         raise PipelineError(f"data.split.test_fraction must be between 0 and 1, got {fraction}")
-    X, y = ds.load()
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=fraction, random_state=int(opts.get("random_state", 0)),
-                                          stratify=y)
-    dtype = str(ds.dtype)
-    return (ingest((Xtr, ytr), data_dir / "train_split.zarr", overwrite=True, dtype=dtype),
-            ingest((Xte, yte), data_dir / "test_split.zarr", overwrite=True, dtype=dtype))
+    try:
+        return split_dataset(ds, data_dir / "train_split.zarr", data_dir / "test_split.zarr", test_fraction=fraction,
+                             seed=int(opts.get("random_state", 0)), overwrite=True)
+    except ValueError as exc:
+        raise PipelineError(f"data.split: {exc}") from None
 
 
 @contextmanager

@@ -4,15 +4,15 @@ Shared arguments enter the Dask graph once per call (one key), not once per
 task.  The scheduler is whatever Dask would use: a ``distributed.Client`` if
 one is active (:func:`active_client`), the threaded scheduler otherwise.
 :func:`compute` fails clearly where Dask would hang or give a bare
-``KilledWorker``: no worker left, or workers killed for memory.
+``KilledWorker``: no worker left, workers paused or killed for memory (see
+:mod:`dsvm.blocks.waiting`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import time
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -22,12 +22,13 @@ import scipy.sparse as sp
 import zarr
 from dask.base import is_dask_collection
 from dask.core import flatten
-from distributed import KilledWorker, default_client, futures_of, wait
+from distributed import default_client, futures_of
 
-from .. import config
 from ..blas import single_threaded_blas
-from ..exceptions import NoWorkersError, WorkerMemoryError, format_bytes
 from .interface import TREE_FANIN, RowBlocks, tree_sum
+from .waiting import PinnedWorkerLost, TaskFootprint, gather
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["DaskBlocks", "TaskFootprint", "compute", "active_client", "check_row_chunks", "LARGE_GRAPH"]
 
@@ -100,15 +101,59 @@ class _OffsetCall:
         return self.fn(*args, offset=offset)
 
 
-@dataclass(frozen=True)
-class TaskFootprint:
-    """Roughly what one task over some blocks holds in memory, for the error a killed worker gives.
+def _holders(client, futures) -> list[str] | None:
+    """The worker holding each future's data (the first one if several), or None if any is held nowhere."""
+    try:
+        who = client.who_has(futures)
+    except Exception:  # the scheduler does not answer: let the pass find out
+        return None
+    holders = [next(iter(who.get(f.key) or ()), None) for f in futures]
+    return None if any(h is None for h in holders) else holders
 
-    ``detail`` says where the bytes go (e.g. a stored chunk read whole).
+
+def _submit_tree(client, combine, parts, last, workers=None):
+    """Combine ``parts`` in a tree of fan-in :data:`TREE_FANIN` (on ``workers`` only, if given); the root future.
+
+    ``last[i]`` is the index of the last block part ``i`` depends on: the
+    priorities (higher runs first) keep the blocks in order and let each
+    combination run as soon as its inputs exist, so at most a few partial
+    results (a k x k matrix each) wait in worker memory at any time.
     """
+    pin = {} if workers is None else {"workers": workers, "allow_other_workers": False}
+    while len(parts) > 1:
+        groups = [(parts[i : i + TREE_FANIN], last[min(i + TREE_FANIN, len(parts)) - 1])
+                  for i in range(0, len(parts), TREE_FANIN)]
+        parts = [client.submit(combine, g, pure=False, priority=-j + 0.5, **pin) for g, j in groups]
+        last = [j for _, j in groups]
+    return parts[0]
 
-    bytes: float
-    detail: str
+
+def _submit_reduction(client, fn, blocks, extra, shared, combine, holders):
+    """Submit ``fn`` on every block and the reduction of the results; the future of the final result.
+
+    With ``holders`` (one worker address per block) each block's task runs on
+    its holder, and the parts are combined per worker before one partial
+    result per worker travels.  The order of the sums then follows where the
+    blocks are, so results may differ in the last bits between clusters.
+    """
+    groups: dict[str | None, list[int]] = {}
+    parts = []
+    for i, b in enumerate(blocks):
+        worker = None if holders is None else holders[i]
+        pin = {} if worker is None else {"workers": [worker], "allow_other_workers": False}
+        parts.append(client.submit(fn, b, *[e[i] for e in extra], *shared, pure=False, priority=-i, **pin))
+        groups.setdefault(worker, []).append(i)
+    if len(parts) == 1:
+        return client.submit(combine, parts, pure=False)
+    partial, last = [], []
+    for worker, idx in groups.items():
+        partial.append(_submit_tree(client, combine, [parts[i] for i in idx], idx,
+                                    None if worker is None else [worker]))
+        last.append(idx[-1])
+    if len(partial) == 1:  # one worker holds every block (more than one): already combined
+        return partial[0]
+    order = np.argsort(last, kind="stable")
+    return _submit_tree(client, combine, [partial[i] for i in order], [last[i] for i in order])
 
 
 class DaskBlocks(RowBlocks):
@@ -162,7 +207,14 @@ class DaskBlocks(RowBlocks):
         return self._futures
 
     def _map_reduce_futures(self, client, fn, aligned, shared, combine):
-        """``map_reduce`` straight on persisted futures: no graph to build or optimise."""
+        """``map_reduce`` straight on persisted futures: no graph to build or optimise.
+
+        Each block's task is pinned to the worker that holds the block, and
+        the parts are combined on that worker first: only one partial result
+        per worker travels (to the worker that combines them, then to this
+        process), never a block.  If a worker that tasks are pinned to leaves,
+        the pass runs again unpinned (Dask recomputes the lost blocks).
+        """
         blocks = self.block_futures(client)
         if blocks is None:
             return None
@@ -175,20 +227,15 @@ class DaskBlocks(RowBlocks):
             if fut is None:
                 return None
             extra.append(fut)
-        # Priorities (higher runs first) keep the blocks in order and let each
-        # reduction run as soon as its inputs exist, so at most a few partial
-        # results (a k x k matrix each) wait in worker memory at any time.
-        parts = [client.submit(fn, b, *[e[i] for e in extra], *shared, pure=False, priority=-i)
-                 for i, b in enumerate(blocks)]
-        last = list(range(len(parts)))  # index of the last block each part depends on
-        if len(parts) == 1:
-            parts = [client.submit(combine, parts, pure=False)]
-        while len(parts) > 1:
-            groups = [(parts[i : i + TREE_FANIN], last[min(i + TREE_FANIN, len(parts)) - 1])
-                      for i in range(0, len(parts), TREE_FANIN)]
-            parts = [client.submit(combine, g, pure=False, priority=-j + 0.5) for g, j in groups]
-            last = [j for _, j in groups]
-        return _gather(client, [parts[0]], footprint=self.footprint)[0]
+        holders = _holders(client, blocks)
+        if holders is not None:
+            try:
+                final = _submit_reduction(client, fn, blocks, extra, shared, combine, holders)
+                return gather(client, [final], footprint=self.footprint, pinned=set(holders))[0]
+            except PinnedWorkerLost as exc:
+                logger.warning("%s during a pass; running the pass again without pinning its tasks", exc)
+        final = _submit_reduction(client, fn, blocks, extra, shared, combine, None)
+        return gather(client, [final], footprint=self.footprint)[0]
 
     def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
         client = active_client()
@@ -308,7 +355,7 @@ class DaskBlocks(RowBlocks):
                 return DaskBlocks(self.array.persist(), self.footprint)
         with dask.config.set(LARGE_GRAPH):
             array = self.array.persist()
-        _gather(client, futures_of(array), results=False, footprint=self.footprint)
+        gather(client, futures_of(array), results=False, footprint=self.footprint)
         return DaskBlocks(array, self.footprint)
 
     def compute(self):
@@ -325,66 +372,4 @@ def compute(*collections, footprint: TaskFootprint | None = None):
             return dask.compute(*collections)
     with dask.config.set(LARGE_GRAPH):
         futures = client.compute(list(collections))
-    return tuple(_gather(client, futures, footprint=footprint))
-
-
-def _worker_memory_error(client, exc, footprint: TaskFootprint | None) -> WorkerMemoryError:
-    """The one-line error for ``distributed.KilledWorker``: what the workers had, what a task needed."""
-    worker = exc.last_worker
-    limit, threads = getattr(worker, "memory_limit", None), getattr(worker, "nthreads", None)
-    if not limit:
-        try:
-            workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
-            limit = min(w.get("memory_limit") or 0 for w in workers) or None
-            threads = max(w.get("nthreads", 1) for w in workers)
-        except Exception:  # the scheduler may be gone too
-            pass
-    had = (f"each worker has {format_bytes(limit)} of memory" if limit else "the workers have no memory limit")
-    if threads:
-        had += f" shared by {threads} thread(s) running tasks at once"
-    needed = (f"; a task of this computation needs about {format_bytes(footprint.bytes)} ({footprint.detail})"
-              if footprint is not None else "")
-    key = exc.task[0] if isinstance(exc.task, tuple) else exc.task
-    return WorkerMemoryError(
-        f"Dask workers died {exc.allowed_failures + 1} times running the same task ({key}), so the computation "
-        f"was given up: most likely the task needs more memory than a worker has. {had[0].upper()}{had[1:]}"
-        f"{needed}. Give the workers more memory (--memory-limit or the cluster spec) or fewer threads, or ingest "
-        "the data with smaller chunks (--chunk-rows): a task reads one stored chunk whole"
-    )
-
-
-def _gather(client, futures, results: bool = True, footprint: TaskFootprint | None = None):
-    """Wait for ``futures``; raise if the cluster has had no worker for ``dsvm.no-worker-timeout`` s.
-
-    Lost workers are otherwise handled by Dask: their blocks are recomputed
-    (re-read from zarr) on the remaining workers.  When workers keep dying on
-    one task, :class:`WorkerMemoryError` says what they had and what a task
-    needs (``footprint``).
-    """
-    limit = float(config.get("no-worker-timeout"))
-    alone_since = None
-    while futures:
-        try:
-            wait(futures, timeout=2.0)
-            break
-        except TimeoutError:
-            pass
-        try:
-            n_workers = len(client.scheduler_info(n_workers=-1)["workers"])
-        except TypeError:  # older distributed
-            n_workers = len(client.scheduler_info()["workers"])
-        except Exception:  # the scheduler itself is gone: let gather raise its error
-            n_workers = 1
-        if n_workers:
-            alone_since = None
-            continue
-        alone_since = alone_since or time.monotonic()
-        if time.monotonic() - alone_since > limit:
-            # the caller names the operation that stopped (see dsvm.cli)
-            raise NoWorkersError(f"no Dask workers left for {limit:.0f} s; start workers for the scheduler and rerun")
-    if not results:
-        return None
-    try:
-        return client.gather(futures)
-    except KilledWorker as exc:
-        raise _worker_memory_error(client, exc, footprint) from None
+    return tuple(gather(client, futures, footprint=footprint))

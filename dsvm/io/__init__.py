@@ -4,6 +4,7 @@
 
     ds = dsvm.io.ingest("a9a.train", "a9a.zarr", format="libsvm")   # parallel, atomic
     ds = dsvm.io.open_dataset("a9a.zarr")   # ds.X, ds.y: lazy row-chunked Dask arrays
+    train, test = dsvm.io.split_dataset(ds, "train.zarr", "test.zarr", test_fraction=0.2)   # never loads ds
     dsvm.io.make_classification_zarr("big.zarr", n_samples=10**8, n_features=20)
 
 The layout on disk is described in :mod:`dsvm.io.layout`; the storage and
@@ -29,12 +30,13 @@ from .replace import (
     replacing,
     write_file,
 )
+from .split import split_dataset
 from .synthetic import make_classification_zarr
 from .text import detect_format
 from .writer import write_dataset
 
 __all__ = [
-    "Dataset", "open_dataset", "ingest", "write_dataset", "make_classification_zarr", "detect_format",
+    "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr", "detect_format",
     "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",

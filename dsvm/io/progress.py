@@ -4,7 +4,9 @@
 :func:`compute_tasks` runs ``dask.delayed`` tasks on whatever Dask would use
 (the current ``distributed.Client`` if there is one, the threaded scheduler
 otherwise, or always local threads with ``local=True``) and advances the bar
-by each task's weight as it finishes.
+by each task's weight as it finishes.  On a cluster it waits through
+:func:`dsvm.blocks.gather`: no worker left, or workers paused for lack of
+memory, end the wait with a clear error instead of a silent hang.
 """
 
 from __future__ import annotations
@@ -18,9 +20,8 @@ from typing import Any, TextIO
 
 import dask
 from dask.callbacks import Callback
-from distributed import as_completed
 
-from ..blocks import active_client
+from ..blocks import active_client, gather
 
 __all__ = ["ProgressBar", "compute_tasks", "LINE_STEP", "LINE_SECONDS"]
 
@@ -175,11 +176,13 @@ def compute_tasks(
     client = None if local else active_client()
     if client is not None:
         futures = client.compute(tasks)
+        on_done = None
         if bar is not None and bar.enabled:
             index = {f.key: i for i, f in enumerate(futures)}
-            for fut in as_completed(futures):
+
+            def on_done(fut):
                 bar.update(weights[index[fut.key]])
-        return client.gather(futures)
+        return gather(client, futures, on_done=on_done)
     scheduler = "threads" if local else None
     if bar is None or not bar.enabled:
         return list(dask.compute(*tasks, scheduler=scheduler))

@@ -41,6 +41,8 @@ __all__ = ["NystroemBase", "check_params", "param_names", "FitInput", "prepare_f
            "stored_chunk_bytes", "check_index_base"]
 
 BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
+# what the tasks of a fit or a prediction import on Dask workers (loaded there before their memory is measured)
+TASK_MODULES = ("dsvm.problems",)
 
 
 def block_rows_for(n_out: int, dtype, block_rows: int | None = None) -> int:
@@ -187,12 +189,15 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
             y = check_y(y)
         check_n_rows(X.shape[0], y)
         est.n_features_in_ = int(X.shape[1])
-        X_rb = task_sized_blocks(X, min(est.n_components, X.shape[0]), chunk_bytes)
         # Landmarks, gamma and the feature stage each read X: keep it in the
         # cluster's memory when it is small next to that memory (it is far
         # smaller than F whenever p < k), instead of re-reading the store.
         memory, _ = cluster_memory()
-        if X_rb.is_distributed and float(X.nbytes) <= 0.1 * memory:
+        persist = float(X.nbytes) <= 0.1 * memory
+        X_rb = task_sized_blocks(X, min(est.n_components, X.shape[0]), chunk_bytes,
+                                 itemsize=np.dtype(est.dtype).itemsize, persisted_bytes=float(X.nbytes) if persist else 0.0,
+                                 worker_modules=TASK_MODULES)
+        if X_rb.is_distributed and persist:
             X_rb = X_rb.persist()
         sw = None
         if sample_weight is not None:
@@ -229,7 +234,9 @@ def prediction_input(model, X) -> tuple[RowBlocks, bool]:
                 f"X has {X.shape[1]} features, but {type(model).__name__} is expecting "
                 f"{model.n_features_in_} features as input{hint}"
             )
-        return task_sized_blocks(X, model.components_.shape[0], chunk_bytes), False
+        return task_sized_blocks(X, model.components_.shape[0], chunk_bytes,
+                                 itemsize=np.dtype(model.feature_map_.dtype).itemsize, fit=False,
+                                 worker_modules=TASK_MODULES), False
     X = validate_data(model, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
     return as_row_blocks(X, *_block_layout(model, model.coef_.shape[1])), True
 

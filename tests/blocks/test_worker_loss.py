@@ -86,9 +86,9 @@ def test_no_worker_left_is_a_clear_error_not_a_hang(two_workers, dataset):
     assert time.monotonic() - t0 < 120
 
 
-def test_workers_killed_for_memory_give_a_one_line_error(tmp_path, capsys):
-    """``dsvm predict`` on a dataset whose stored chunk does not fit a worker: one line naming the
-    workers' memory and what a task needs, not a KilledWorker traceback."""
+def test_a_stored_chunk_larger_than_a_worker_is_a_one_line_error_before_the_work(tmp_path, capsys):
+    """``dsvm predict`` on a dataset whose stored chunk does not fit a worker: refused before any task runs,
+    with one line naming the workers' memory and what the work needs, not a KilledWorker traceback."""
     from dsvm.app.cli import main
 
     rng = np.random.default_rng(0)
@@ -99,14 +99,61 @@ def test_workers_killed_for_memory_give_a_one_line_error(tmp_path, capsys):
     dsvm.write_dataset(tmp_path / "big.zarr", np.ones((n, p), dtype=np.float32), np.zeros(n, dtype=np.int64),
                        chunk_rows=n)
     capsys.readouterr()
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        status = main(["-q", "predict", str(tmp_path / "m.npz"), str(tmp_path / "big.zarr"), "--out",
-                       str(tmp_path / "p.npy"), "--workers", "1", "--threads-per-worker", "1",
-                       "--memory-limit", "400MiB"])
-    assert status == 1
+    t0 = time.monotonic()
+    status = main(["-q", "predict", str(tmp_path / "m.npz"), str(tmp_path / "big.zarr"), "--out",
+                   str(tmp_path / "p.npy"), "--workers", "1", "--threads-per-worker", "1", "--memory-limit", "400MiB"])
+    assert status == 1 and time.monotonic() - t0 < 60
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dsvm ")]
     assert len(err) == 1, err
-    assert "Dask workers died 2 times running the same task" in err[0]
-    assert "Each worker has 400.0 MiB of memory" in err[0]
-    assert "needs about" in err[0] and "a stored chunk of 572.2 MiB read whole" in err[0]
+    assert "too little memory for this computation" in err[0] and "has a 400.0 MiB memory limit" in err[0]
+    assert "a stored chunk of 572.2 MiB read whole, twice" in err[0] and "Give each worker at least" in err[0]
     assert not (tmp_path / "p.npy").exists()
+
+
+def _allocate(mib):
+    block = np.ones(mib * 2**20 // 8)
+    return float(block.sum())
+
+
+def test_workers_killed_for_memory_give_a_one_line_error():
+    """A task that needs more memory than a worker has (more than the check before the work could know):
+    after the workers died on it, one line naming their memory and what a task needs."""
+    distributed = pytest.importorskip("distributed")
+    from dsvm.blocks import TaskFootprint, WorkerMemoryError, compute
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="400MiB", processes=True,
+                                     dashboard_address=None, host="127.0.0.1") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client, client.as_current():
+        with pytest.raises(WorkerMemoryError) as err:
+            compute(dask.delayed(_allocate)(600), footprint=TaskFootprint(600 * 2**20, "one 600 MiB array"))
+    text = str(err.value)
+    assert "Dask workers died 2 times running the same task" in text
+    assert "Each worker has 400.0 MiB of memory" in text and "needs about 600.0 MiB (one 600 MiB array)" in text
+
+
+def test_a_worker_lost_during_a_pinned_pass_runs_it_again_unpinned(two_workers, caplog):
+    """Pass tasks are pinned to the worker holding their block; when that worker dies during the pass, the
+    tasks cannot run anywhere: the pass runs again unpinned, on blocks Dask recomputes, with the same result."""
+    import dask.array as da
+    from distributed import futures_of, get_worker
+
+    from dsvm.blocks import as_row_blocks
+
+    client, workers = two_workers
+
+    def sum_or_die(block):  # defined here: it travels to the workers by value
+        if get_worker().name == "w0":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return block.sum(axis=0)
+
+    X = np.random.default_rng(0).normal(size=(4_000, 3))
+    with client.as_current():
+        blocks = as_row_blocks(da.from_array(X, chunks=(250, 3)), 0).persist()
+        holders = {w for ws in client.who_has(futures_of(blocks.array)).values() for w in ws}
+        assert len(holders) == 2  # both workers hold blocks, so the pass needs w0
+        with caplog.at_level(logging.WARNING, logger="dsvm.blocks.dask_blocks"):
+            total = blocks.map_reduce(sum_or_die)
+    assert workers[0].poll() is not None and len(client.scheduler_info()["workers"]) == 1
+    np.testing.assert_allclose(total, X.sum(axis=0))
+    assert "left the cluster during a pass; running the pass again without pinning its tasks" in caplog.text
