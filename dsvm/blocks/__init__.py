@@ -16,9 +16,11 @@ from .convert import (
     aligned_vector,
     as_row_blocks,
     check_dask_X,
+    dask_frame_input,
     from_blocks,
     is_dask_array,
     is_dask_collection,
+    is_dask_frame,
     lazy_result,
     row_index_blocks,
 )
@@ -49,7 +51,7 @@ from .scratch import (
 __all__ = [
     "RowBlocks", "TREE_FANIN", "tree_add", "tree_sum",
     "as_row_blocks", "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result", "is_dask_array",
-    "is_dask_collection", "check_dask_X", "compute", "TaskFootprint", "NoWorkersError", "WorkerMemoryError",
+    "is_dask_collection", "is_dask_frame", "dask_frame_input", "check_dask_X", "compute", "TaskFootprint", "NoWorkersError", "WorkerMemoryError",
     "active_client", "available_threads", "cluster_memory", "task_memory_budget", "task_sized_blocks",
     "available_memory", "describe_scheduler", "row_uniform", "row_hash",
     "OWNER_FILE", "Leftover", "claim_folder", "find_leftovers", "make_temporary_folder", "mark_owner", "read_owner",

@@ -121,6 +121,15 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Newton iteration and resume from it when fitting again (see
         :mod:`dsvm.svm.checkpoint`); removed once the fit completes.
     random_state : int, RandomState or None, default=None
+    scale : {None, "standard", "minmax", "maxabs"}, default=None
+        Scale every feature before the kernel, as scikit-learn's
+        ``StandardScaler`` / ``MinMaxScaler`` / ``MaxAbsScaler`` would (RBF
+        kernels need features on one scale).  The statistics are fitted in
+        one pass over the training rows (out of core, block by block), kept
+        in the model (``scaling_``, saved in model files) and applied to
+        every row at prediction.  Sparse input is not centred by
+        ``"standard"`` (``with_mean=False``); ``"minmax"`` refuses sparse
+        input whose zeros it would move.  See :mod:`dsvm.approx.scaling`.
 
     Attributes
     ----------
@@ -146,6 +155,13 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Per problem: iterations, passes over the data, seconds, stop reason;
         plus the timings of the landmark and feature stages (and, with
         ``probability=True``, ``"calibration"``).
+    scaling_ : dsvm.approx.Scaling or None
+        The fitted scaling (``scale``): its ``stats`` carry scikit-learn's
+        attribute names (``mean_``, ``var_``, ``scale_``, ...).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when the training data had string column
+        names (a pandas or Dask DataFrame, or a dataset from a CSV header,
+        Parquet or a DataFrame).  Input with other names is refused.
     zero_based_ : bool or None
         Whether the LIBSVM file of the training dataset numbered its features
         from 0; None when the training data was not a dataset ingested from a
@@ -177,6 +193,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         solver_options=None,
         checkpoint=None,
         random_state=None,
+        scale=None,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -200,6 +217,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         self.solver_options = solver_options
         self.checkpoint = checkpoint
         self.random_state = random_state
+        self.scale = scale
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the model.

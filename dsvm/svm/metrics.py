@@ -10,8 +10,8 @@ import numpy as np
 
 from ..blocks import aligned_vector
 from ..checks import check_n_rows
-from ..problems import decision_blocks, predicted_codes
-from .base import prediction_input, unpack_dataset
+from ..problems import predicted_codes
+from .base import model_decision_blocks, prediction_input, unpack_dataset
 from .labels import encode_codes
 
 __all__ = ["evaluate", "class_scores", "score_from_confusion", "SCORINGS"]
@@ -95,7 +95,7 @@ def evaluate(model, X, y=None) -> dict[str, Any]:
     check_n_rows(X_rb.n_rows, y)
     y_rb = aligned_vector(y, X_rb)
     t0 = time.perf_counter()
-    dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
+    dec = model_decision_blocks(model, X_rb, checked)
     cm = dec.map_reduce(_confusion_from_decision, aligned=(y_rb,), shared=(model.classes_,))
     seconds = time.perf_counter() - t0
     n = int(cm.sum())

@@ -59,7 +59,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         Half-width of the insensitive tube (scikit-learn's ``LinearSVR`` default).
     kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian,
     tol, max_iter, fit_intercept, dtype, eig_rtol, kmeans_iter, feature_store,
-    block_rows, solver_options, checkpoint, random_state
+    block_rows, solver_options, checkpoint, random_state, scale
         As in :class:`~dsvm.NystroemSVC`.
 
     Attributes
@@ -67,7 +67,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     coef_ : ndarray of shape (1, r)
     intercept_ : ndarray of shape (1,)
     components_, component_indices_, normalization_, n_iter_, objective_,
-    n_features_in_, solver_stats_, zero_based_
+    n_features_in_, feature_names_in_, scaling_, solver_stats_, zero_based_
         As in :class:`~dsvm.NystroemSVC`.
     """
 
@@ -96,6 +96,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         solver_options=None,
         checkpoint=None,
         random_state=None,
+        scale=None,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -118,6 +119,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         self.solver_options = solver_options
         self.checkpoint = checkpoint
         self.random_state = random_state
+        self.scale = scale
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the regression model (numpy, sparse, dask or Dataset input); returns ``self``."""
