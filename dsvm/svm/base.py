@@ -36,6 +36,9 @@ from ..checks import check_n_rows, check_positive, check_positive_int
 from ..options import FEATURE_STORES, HESSIANS, LANDMARK_METHODS, SOLVERS
 from ..problems import decision_blocks
 from ..solvers import REGISTRY
+from .export import to_sklearn
+from .onnx_export import to_onnx
+
 from .warm_start import WARM_START_OPTIONS
 
 __all__ = ["NystroemBase", "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input",
@@ -316,6 +319,16 @@ class NystroemBase(BaseEstimator):
     def _decision(self, X):
         """``F(X) coefᵀ + intercept``, shape (n, n_problems); dask for dask input."""
         return lazy_result(model_decisions(self, X))
+
+    def to_sklearn(self):
+        """The equivalent fitted scikit-learn ``Pipeline`` (``[scaler →] Nystroem → LinearSVC | LinearSVR``);
+        see :func:`dsvm.svm.export.to_sklearn`."""
+        return to_sklearn(self)
+
+    def to_onnx(self, dtype="float32", target_opset: int | None = None):
+        """The model as an ONNX graph (an ``onnx.ModelProto``), through skl2onnx; see
+        :func:`dsvm.svm.onnx_export.to_onnx` (``pip install 'dsvm[onnx]'``)."""
+        return to_onnx(self, dtype=dtype, target_opset=target_opset)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -193,12 +193,12 @@ model:
   params: {{n_components: 20}}
 """)
     np.save(tmp_path / "X.npy", np.ones((3, 2)))
-    np.save(tmp_path / "y.npy", np.array(["a", "b", "a"]))
+    np.save(tmp_path / "y.npy", np.array(["a", "", "a"]))  # string labels are class names; an empty one is not
     np.save(tmp_path / "c.npy", np.ones((3, 2)) * 1j)
     for argv, expected in [
         (("ingest", broken, tmp_path / "d.zarr"), f"{broken}: the xz data is truncated"),
         (("run", spec, "--workers", 1), f"{broken}: the xz data is truncated"),
-        (("ingest", tmp_path / "X.npy", tmp_path / "e.zarr", "--labels", tmp_path / "y.npy"), "are not numbers"),
+        (("ingest", tmp_path / "X.npy", tmp_path / "e.zarr", "--labels", tmp_path / "y.npy"), "the label of row 1 is empty"),
         (("ingest", tmp_path / "c.npy", tmp_path / "f.zarr", "--labels", tmp_path / "y.npy"), "complex numbers"),
     ]:
         capsys.readouterr()
