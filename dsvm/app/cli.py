@@ -442,7 +442,7 @@ def cmd_ingest(args) -> int:
 def cmd_export(args) -> int:
     from ..svm import export_onnx, load_model, onnx_file_problem
 
-    _check_writable_target(args.out, "out", args.overwrite, onnx_file_problem, "ONNX model")
+    _check_writable_target(args.out, "out", args.overwrite, onnx_file_problem, "model file in ONNX format")
     model = load_model(args.model)
     try:
         path = export_onnx(model, args.out, overwrite=args.overwrite, dtype=args.dtype)

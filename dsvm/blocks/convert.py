@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import dask
@@ -62,7 +63,9 @@ def dask_frame_input(X, y=None) -> tuple[Any, Any, list[str] | None]:
     lengths = dask.compute(X.map_partitions(len), *( [y.map_partitions(len)] if y_frame else []))
     X_arr = X.to_dask_array(lengths=tuple(int(n) for n in lengths[0]))
     if y_frame:
-        y = y.to_dask_array(lengths=tuple(int(n) for n in lengths[1]))
+        with warnings.catch_warnings():  # string labels become an object array, which is what dsvm reads
+            warnings.filterwarnings("ignore", message=".*pandas extension dtypes", category=UserWarning)
+            y = y.to_dask_array(lengths=tuple(int(n) for n in lengths[1]))
     return X_arr, y, names
 
 

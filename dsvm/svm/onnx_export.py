@@ -174,5 +174,5 @@ def export_onnx(model, path: str | os.PathLike, *, overwrite: bool = False, dtyp
     """
     onx = to_onnx(model, dtype=dtype, target_opset=target_opset)
     data = onx.SerializeToString()
-    return write_file(path, lambda f: f.write(data), overwrite=overwrite, ours=onnx_file_problem, what="ONNX model",
-                      needed=len(data))
+    return write_file(path, lambda f: f.write(data), overwrite=overwrite, ours=onnx_file_problem,
+                      what="model file in ONNX format", needed=len(data))
