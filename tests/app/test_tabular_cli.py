@@ -52,12 +52,12 @@ def test_ingest_options_train_scaled_predict_same_as_python(tmp_path, capsys):
                 "--workers", 1) == 0
     cli = (tmp_path / "p.csv").read_text().splitlines()
     model = dsvm.load_model(tmp_path / "m.npz")
-    python = dsvm.NystroemSVC(scale="standard", C=10, gamma=0.5, n_components=60, random_state=0).fit(
-        dsvm.open_dataset(tmp_path / "iris.zarr"))
+    params = dict(C=10, gamma=0.5, n_components=60, random_state=0)
+    python = dsvm.NystroemSVC(scale="standard", **params).fit(ds)
     assert model.scaling_.kind == "standard"
-    assert cli == ["prediction", *python.predict(X).tolist()]
-    unscaled = dsvm.NystroemSVC(C=10, gamma=0.5, n_components=60, random_state=0).fit(X, y)
-    assert python.score(X, y) > unscaled.score(X, y) + 0.2  # the point of scaling these features
+    assert cli == ["prediction", *python.predict(ds).compute().tolist()]
+    scaled = dsvm.NystroemSVC(scale="standard", **params).fit(X, y)  # the point of scaling these features:
+    assert scaled.score(X, y) > dsvm.NystroemSVC(**params).fit(X, y).score(X, y) + 0.2
     capsys.readouterr()
     assert _run("info", tmp_path / "m.npz") == 0
     assert '"scale": "standard"' in capsys.readouterr().out
