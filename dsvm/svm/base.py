@@ -38,12 +38,12 @@ from ..problems import decision_blocks
 from ..solvers import REGISTRY
 from .export import to_sklearn
 from .onnx_export import to_onnx
-
 from .warm_start import WARM_START_OPTIONS
 
 __all__ = ["NystroemBase", "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input",
-           "model_decisions", "model_decision_blocks", "check_feature_names", "BLOCK_BYTES", "block_rows_for", "unpack_dataset", "is_dataset", "dataset_zero_based",
-           "stored_chunk_bytes", "check_index_base"]
+           "model_decisions", "model_decision_blocks", "check_feature_names", "check_dataset_input", "BLOCK_BYTES",
+           "block_rows_for", "unpack_dataset", "is_dataset", "dataset_zero_based", "stored_chunk_bytes",
+           "check_index_base"]
 
 BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
 
@@ -190,6 +190,14 @@ def check_feature_names(model, names, what: str = "X") -> None:
                      f"(or come in another order){detail or '; same names, another order'}")
 
 
+def check_dataset_input(model, X) -> None:
+    """A dataset given to a fitted model: read with the model's LIBSVM indexing base, its columns named as the
+    model's (when both have names)."""
+    check_index_base(model, X)
+    if is_dataset(X):
+        check_feature_names(model, _dataset_feature_names(X), getattr(X, "path", "the dataset"))
+
+
 def _scaled(est, X_rb: RowBlocks, checked: bool, dtype) -> RowBlocks:
     """``X_rb`` through the estimator's ``scale`` step, fitted here in one pass (sets ``scaling_``)."""
     kind = getattr(est, "scale", None)
@@ -268,8 +276,7 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
 def prediction_input(model, X) -> tuple[RowBlocks, bool]:
     """X checked against a fitted model, as row blocks, and whether its rows were already checked finite."""
     check_is_fitted(model)
-    check_index_base(model, X)
-    check_feature_names(model, _dataset_feature_names(X), getattr(X, "path", "X") if is_dataset(X) else "X")
+    check_dataset_input(model, X)
     chunk_bytes = stored_chunk_bytes(X)
     X, _ = unpack_dataset(X)
     if is_dask_frame(X):

@@ -15,7 +15,7 @@ from ..blocks import aligned_vector, is_dask_array, lazy_result
 from ..checks import check_n_rows, resolve_seed
 from ..problems import SquaredHingeOperator, labels_from_decision
 from ..signals import sigterm_cleanup
-from .base import NystroemBase, check_index_base, model_decisions, unpack_dataset
+from .base import NystroemBase, check_dataset_input, model_decisions, unpack_dataset
 from .calibration import PlattCalibration, proba_block
 from .fitting import fit_problems
 from .labels import check_sample_weight_blocks, class_weights, prepare_classification
@@ -288,7 +288,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     def score(self, X, y=None, sample_weight=None):
         """Mean accuracy; for dask input computed block-wise (one pass)."""
         if y is None:
-            check_index_base(self, X)
+            check_dataset_input(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
             dec = model_decisions(self, X)

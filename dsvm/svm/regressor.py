@@ -11,7 +11,7 @@ from ..blocks import aligned_vector, is_dask_array
 from ..checks import check_n_rows, check_positive
 from ..problems import SquaredEpsilonOperator
 from ..signals import sigterm_cleanup
-from .base import NystroemBase, check_index_base, check_params, model_decisions, prepare_fit_input, unpack_dataset
+from .base import NystroemBase, check_dataset_input, check_params, model_decisions, prepare_fit_input, unpack_dataset
 from .fitting import fit_problems
 from .labels import check_sample_weight_blocks
 
@@ -150,7 +150,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     def score(self, X, y=None, sample_weight=None):
         """Coefficient of determination R²; for dask input computed in one pass."""
         if y is None:
-            check_index_base(self, X)
+            check_dataset_input(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
             dec = model_decisions(self, X)

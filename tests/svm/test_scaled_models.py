@@ -136,6 +136,8 @@ def test_dataset_feature_names_reach_the_model(tmp_path):
     (tmp_path / "o.csv").write_text("label,b,a,c,d\n" + "".join(f"{lab}," + ",".join(map(str, row)) + "\n"
                                                             for lab, row in zip(y, X)))
     other = dsvm.ingest(tmp_path / "o.csv", tmp_path / "o.zarr", label_column="label")
-    with pytest.raises(ValueError, match=r"o\.zarr differ from those NystroemSVC was fitted with"):
-        model.predict(other)
-    np.testing.assert_array_equal(model.predict(ds).compute(), model.predict(X))  # unnamed arrays are accepted
+    for method in (model.predict, model.score, model.decision_function):
+        with pytest.raises(ValueError, match=r"o\.zarr differ from those NystroemSVC was fitted with"):
+            method(other)
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):  # accepted, as scikit-learn does
+        np.testing.assert_array_equal(model.predict(ds).compute(), model.predict(X))
