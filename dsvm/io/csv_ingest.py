@@ -114,6 +114,9 @@ def ingest_csv(path: str, work: Path, *, label_column, header, delimiter, dtype,
         header = looks_like_header(first, delimiter)
     names = split_header(first, delimiter) if header else None
     label = _label_index(name, label_column, names)
+    n_first = len(split_header(first, delimiter))
+    if first and not -n_first <= label < n_first:
+        raise InputFileError(f"{name}:{first_number}: label column {label} does not exist ({n_first} fields)")
     options: dict[str, Any] = {"delimiter": delimiter, "label_column": label, "dtype": dtype.str, "names": names}
     if names:
         options["n_columns"] = len(names)

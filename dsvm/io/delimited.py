@@ -158,30 +158,51 @@ def _parse_with_text_labels(raw, text, delimiter, n_columns, label_column, names
         err = ValueError(f"bytes that are not UTF-8 text at byte {exc.start} of this line")
         err.line = raw[: exc.start].count(b"\n") + 1  # type: ignore[attr-defined]
         raise err from None
+    width = _unquoted_width(text, delimiter)
     try:
         with warnings.catch_warnings():  # numpy reads text in batches and notes blank lines it skips
             warnings.filterwarnings("ignore", message="Input line", category=UserWarning)
-            cells = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=str, ndmin=2, comments="#",
-                               quotechar=QUOTE)
-    except ValueError:
-        raise _bad_block(raw, delimiter, n_columns, label_column, names) from None
-    if n_columns is not None and cells.shape[1] != n_columns:
-        raise _bad_block(raw, delimiter, n_columns, label_column, names)
-    col = _located(raw, delimiter, label_column, cells.shape[1])
-    fields = np.char.strip(np.delete(cells, col, axis=1))
-    try:
-        if fields.size and (np.char.find(fields, "_") >= 0).any():  # Python's float() reads 1_000, a CSV does not
-            raise ValueError
-        X = fields.astype(np.float64)
-    except ValueError:
+            if width is not None and (n_columns is None or width == n_columns):
+                # every line has `width` fields and no quotes: numpy's number parser reads the features, as it
+                # reads a block of numbers, and only the label column is read as text
+                col = _located(raw, delimiter, label_column, width)
+                X = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#",
+                               usecols=[k for k in range(width) if k != col])
+                labels = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=str, ndmin=1, comments="#",
+                                    usecols=[col])
+            else:
+                X, labels = _text_cells(text, delimiter, n_columns, raw, label_column)
+    except ValueError as exc:
+        if hasattr(exc, "line"):  # the label column does not exist: that message, at the first row
+            raise
         raise _bad_block(raw, delimiter, n_columns, label_column, names) from None
     if not np.isfinite(X).all():
         raise _bad_block(raw, delimiter, n_columns, label_column, names)
-    labels = np.char.strip(cells[:, col])
+    labels = np.char.strip(labels)
     try:
         return X, canonical_label_texts(labels), first
     except ValueError as exc:
         raise _bad_block(raw, delimiter, n_columns, label_column, names) from exc
+
+
+def _unquoted_width(text: str, delimiter: str) -> int | None:
+    """The number of fields of every data line when the text has no quotes and all lines agree, else None."""
+    if QUOTE in text:
+        return None
+    widths = {body.count(delimiter) + 1 for line in text.split("\n") if (body := line.split("#", 1)[0]).strip()}
+    return widths.pop() if len(widths) == 1 else None
+
+
+def _text_cells(text: str, delimiter: str, n_columns: int | None, raw: bytes, label_column: int):
+    """Features and labels of a block read field by field as text (quoted fields, or lines of other widths)."""
+    cells = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=str, ndmin=2, comments="#", quotechar=QUOTE)
+    if n_columns is not None and cells.shape[1] != n_columns:
+        raise ValueError("field count")
+    col = _located(raw, delimiter, label_column, cells.shape[1])
+    fields = np.char.strip(np.delete(cells, col, axis=1))
+    if fields.size and (np.char.find(fields, "_") >= 0).any():  # Python's float() reads 1_000, a CSV does not
+        raise ValueError("not a decimal number")
+    return fields.astype(np.float64), cells[:, col]
 
 
 def canonical_label_texts(labels: np.ndarray) -> np.ndarray:
