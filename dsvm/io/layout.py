@@ -28,9 +28,11 @@ Group attributes (JSON):
 
 =================  ==========================================================
 format             ``"dsvm-dataset"``
-format_version     ``3`` (``2``: the seal does not cover ``class_names`` and
-                   ``feature_names``, and labels are numbers; ``1``: without
-                   ``checksums`` and ``seal``; both still read)
+format_version     ``3`` for a dataset with string labels (``class_names``:
+                   an older reader must not take the codes in ``y`` for the
+                   labels; its seal also covers ``class_names`` and
+                   ``feature_names``), else ``2``, which older dsvm versions
+                   read too (``1``: without ``checksums`` and ``seal``, still read)
 n_samples          number of rows
 n_features         number of columns
 nnz                stored entries of X (``n_samples * n_features`` if dense)
@@ -102,7 +104,7 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 from ..exceptions import InvalidDatasetError
 
 FORMAT_NAME = "dsvm-dataset"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 3  # the newest version this dsvm reads and writes
 SPARSE_LAYOUT = "csr-row-chunks"
 INT_LABEL_FILL = np.iinfo(np.int64).min
 
@@ -142,6 +144,12 @@ def chunk_checksum(index: int, *parts: np.ndarray) -> int:
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         crc = google_crc32c.extend(crc, arr.reshape(-1).view(np.uint8))
     return int(crc)
+
+
+def format_version_for(attrs: Mapping[str, Any]) -> int:
+    """The format version a dataset with these attributes is written as: 3 only where version 2 would be
+    misread (string labels stored as codes), so that other datasets stay readable by older versions."""
+    return FORMAT_VERSION if "class_names" in attrs else 2
 
 
 def sealed_attrs(format_version: Any) -> tuple[str, ...]:
@@ -316,6 +324,9 @@ def _check_classes(path: str, attrs: Mapping[str, Any]) -> None:
 def _check_names(path: str, attrs: Mapping[str, Any]) -> None:
     """``class_names``: sorted distinct strings, one per code in ``classes``; ``feature_names``: one string per column."""
     names = attrs.get("class_names")
+    if names is not None and attrs["format_version"] < 3:
+        raise InvalidDatasetError(f"{path}: dataset attribute 'class_names' in a version-{attrs['format_version']} "
+                                  "dataset (the attributes were edited or damaged)")
     if names is not None:
         n_classes = len(attrs["classes"])
         if (not isinstance(names, list) or not all(isinstance(c, str) for c in names)

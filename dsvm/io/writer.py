@@ -47,6 +47,7 @@ from .layout import (
     chunk_bounds,
     chunk_checksum,
     create_layout,
+    format_version_for,
     n_chunks_for,
     seal_of,
     to_json_scalar,
@@ -307,6 +308,7 @@ def write_source(
     if not store_dense:
         final["index_dtype"] = index_dtype.name
     final.update(attrs or {})
+    final["format_version"] = format_version_for(final)
     final["checksums"] = {"X": [r[2] for r in results], "y": [r[3] for r in results]}
     final["seal"] = seal_of(final)
     write_attrs(root, final)

@@ -18,7 +18,8 @@ load as before): ``feature_names`` (strings, one per feature: the model's
 ``scaling_data_max``, or ``scaling_max_abs``; described by the metadata's
 ``fitted.scaling``: ``{"kind", "n_samples", "center"}``).  A file whose
 model scales its input names ``scale`` among its parameters, which a dsvm
-without scaling refuses instead of predicting from unscaled rows.
+without scaling refuses instead of predicting from unscaled rows; a model
+without the step leaves it out, so such files stay readable by those versions.
 
 Files are written through :mod:`dsvm.io.replace` (a private temporary file,
 moved into place when complete; an existing file is replaced only with
@@ -116,6 +117,8 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     elif seed is not None and not isinstance(seed, int):  # a RandomState: its state is not part of the model
         del params["random_state"]
     params["dtype"] = np.dtype(params["dtype"]).name
+    if params.get("scale") is None:  # a model without the step stays readable by versions without it
+        params.pop("scale", None)
     if isinstance(params.get("class_weight"), dict):
         params["class_weight"] = {"keys": list(params["class_weight"].keys()), "values": list(params["class_weight"].values())}
     meta = {

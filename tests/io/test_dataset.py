@@ -51,7 +51,7 @@ def test_dense_dataset(dense_ds, problem):
     np.testing.assert_array_equal(ds.classes, [-1.0, 1.0])
     np.testing.assert_array_equal(ds.class_counts, [np.sum(y == -1), np.sum(y == 1)])
     np.testing.assert_array_equal(ds.X[250:650, 2:5].compute(), X[250:650, 2:5].astype(np.float32))
-    assert ds.attrs["format"] == "dsvm-dataset" and ds.attrs["format_version"] == 3
+    assert ds.attrs["format"] == "dsvm-dataset" and ds.attrs["format_version"] == 2
 
 
 def test_sparse_dataset(sparse_ds, problem):

@@ -34,6 +34,7 @@ def test_string_labels_are_class_names(tmp_path):
     assert ds.y.compute().tolist() == ["setosa", "versicolor", "virginica"] * 2
     assert ds.attrs["class_names"] == ["setosa", "versicolor", "virginica"] and ds.attrs["classes"] == [0, 1, 2]
     assert ds.attrs["y_dtype"] == "int64" and ds.feature_names.tolist() == ["sepal", "petal"]
+    assert ds.attrs["format_version"] == 3  # older dsvm versions refuse it rather than read codes as labels
     np.testing.assert_array_equal(ds.load()[0], np.float32([[5.1, 1.4], [7.0, 4.7], [6.3, 6.0], [4.9, 1.4],
                                                             [6.4, 4.5], [5.8, 5.1]]))
     model = dsvm.NystroemSVC(n_components=6, gamma=1.0, C=100.0, random_state=0).fit(ds)
@@ -55,6 +56,7 @@ def test_numbers_among_class_names_are_written_shortest(tmp_path):
 def test_numeric_labels_are_stored_as_before(tmp_path):
     ds = ingest(_csv(tmp_path / "n.csv", "1,0.5\n-1,1.5\n1,2\n"), tmp_path / "d.zarr")
     assert "class_names" not in ds.attrs and ds.y.dtype == np.float64 and ds.classes.tolist() == [-1.0, 1.0]
+    assert ds.attrs["format_version"] == 2  # what older dsvm versions read
 
 
 @pytest.mark.parametrize("labels", [np.array(["b", "a", "b", "c"]), np.array(["b", "a", "b", "c"], dtype=object)])
@@ -128,6 +130,9 @@ def test_hand_edited_class_names_are_refused(tmp_path):
     group.attrs["class_names"] = ["u", "x"]
     with pytest.raises(InvalidDatasetError, match="changed after it was written"):
         open_dataset(ds.path)
+    group.attrs["format_version"] = 2
+    with pytest.raises(InvalidDatasetError, match="'class_names' in a version-2 dataset"):
+        open_dataset(ds.path)
 
 
 @pytest.mark.parametrize("name", ["csv_header.zarr", "libsvm_sparse.zarr"])
@@ -137,7 +142,7 @@ def test_datasets_of_the_previous_format_still_open_and_train(tmp_path, name):
     assert ds.attrs["format_version"] == 2 and ds.classes.tolist() == [-1, 1]
     expected = ingest(V2 / ("csv_header.csv" if name.startswith("csv") else "libsvm_sparse.libsvm"),
                       tmp_path / "new.zarr", label_column="label" if name.startswith("csv") else None)
-    assert expected.attrs["format_version"] == 3
+    assert expected.attrs["format_version"] == 2
     X_old, y_old = ds.load()
     X_new, y_new = expected.load()
     np.testing.assert_array_equal(np.asarray(X_old.todense() if ds.sparse else X_old),

@@ -103,6 +103,19 @@ def _rewrite(path, out, meta=None, **arrays):
     return out
 
 
+def test_only_a_scaled_model_names_scale_in_its_file(tmp_path):
+    """Versions without scaling refuse a parameter they do not know: a scaled model must be refused by them,
+    an unscaled one should still load there."""
+    X, y = _problem(300)
+    for scale in (None, "maxabs"):
+        path = save_model(NystroemSVC(scale=scale, n_components=20, random_state=0).fit(X, y), tmp_path / "m.npz",
+                          overwrite=True)
+        with np.load(path, allow_pickle=False) as z:
+            params = json.loads(bytes(z["__meta__"]).decode())["params"]
+        assert ("scale" in params) == (scale is not None)
+        assert load_model(path).scale == scale
+
+
 def test_hand_edited_scaling_is_refused(tmp_path):
     X, y = _problem(300)
     path = save_model(NystroemSVC(scale="minmax", n_components=20, random_state=0).fit(X, y), tmp_path / "m.npz")
