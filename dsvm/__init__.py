@@ -21,6 +21,7 @@ _PUBLIC = {
     "save_model": "dsvm.svm",
     "load_model": "dsvm.svm",
     "evaluate": "dsvm.svm",
+    "export_onnx": "dsvm.svm",
     "NystroemSVCCV": "dsvm.model_selection",
     "KernelSpec": "dsvm.approx",
     "kernel_matrix": "dsvm.approx",

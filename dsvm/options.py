@@ -13,5 +13,8 @@ SOLVERS = ("newton", "tron", "dcd", "pegasos")
 HESSIANS = ("auto", "gram", "cg")
 FEATURE_STORES = ("auto", "memory", "zarr", "recompute")
 DTYPES = ("float32", "float64")
+# per-feature scaling of the input (scikit-learn's StandardScaler, MinMaxScaler, MaxAbsScaler); None: none
+SCALINGS = ("standard", "minmax", "maxabs")
 
-__all__ = ["KERNELS", "GAMMA_STRINGS", "LANDMARK_METHODS", "SOLVERS", "HESSIANS", "FEATURE_STORES", "DTYPES"]
+__all__ = ["KERNELS", "GAMMA_STRINGS", "LANDMARK_METHODS", "SOLVERS", "HESSIANS", "FEATURE_STORES", "DTYPES",
+           "SCALINGS"]

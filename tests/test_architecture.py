@@ -38,7 +38,8 @@ ALLOWED = {
 DASK = ("dask", "distributed", "dask_ml", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "zarr")
 DASK_UNITS = {"dsvm.blocks", "dsvm.io", "dsvm.app"}          # may import Dask
 DASK_CONFIG_ONLY = {"dsvm.config"}                           # may import dask.config, nothing else of Dask
-OPTIONAL = ("matplotlib", "clarabel", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "sklearnex")
+OPTIONAL = ("matplotlib", "clarabel", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "sklearnex", "pyarrow", "pandas",
+            "skl2onnx", "onnx", "onnxruntime", "dask_ml")
 # all app/cli.py may import at top level
 LIGHT_CLI = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.signals"}
 ROWBLOCK_ATTRIBUTES = {"blocks", "array", "delayed_blocks", "block_futures", "split_blocks", "spill_to_zarr"}

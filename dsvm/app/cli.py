@@ -8,6 +8,7 @@
     dsvm train a9a.train --cv 5 -C 10 --gamma 0.05  # N-fold CV score, as svm-train -v
     dsvm evaluate a9a.model a9a.test [--json]  # a zarr dataset or a raw file, read like the model
     dsvm predict a9a.model new.zarr --out pred.zarr [--proba | --decision]   # or .csv / .npy
+    dsvm export a9a.model a9a.onnx             # ONNX, through skl2onnx
     dsvm run pipelines/a9a.yaml [--cluster ...] [--set data_dir=...]
     dsvm info a9a.model | a9a.zarr
     dsvm clean [DIR ...] [--dry-run]           # what killed runs left: scratch stores, temporaries
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ClusterSpecError, ModelFileError, NoWorkersError, PipelineError, UserError
-from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS, SOLVERS
+from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS, SCALINGS, SOLVERS
 from ..signals import sigterm_cleanup
 from ..version import __version__
 
@@ -51,6 +52,20 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--memory-limit", metavar="SIZE", help="memory limit per worker of the default local cluster, e.g. 2GiB")
 
 
+def _add_tabular_args(g) -> None:
+    """How a CSV or Parquet file is read (ingest, and raw DATA files of train / evaluate / predict)."""
+    g.add_argument("--header", nargs="?", const="true", choices=["auto", "true", "false"], default="auto",
+                   help="CSV: the first line holds column names (--header alone: true; default auto: only if it "
+                        "cannot be data)")
+    g.add_argument("--no-header", dest="header", action="store_const", const="false",
+                   help="CSV: the first line is data (same as --header false)")
+    g.add_argument("--label-column", metavar="NAME|INDEX", default=None,
+                   help="CSV / Parquet: the label column, by header name or by index (0 first, -1 last); default "
+                        "0 for CSV, required for Parquet")
+    g.add_argument("--delimiter", metavar="CHAR", default=None,
+                   help="CSV field separator, one character ('\\t' or 'tab' for tab); default ',' (tab for .tsv)")
+
+
 def _add_raw_input_args(p: argparse.ArgumentParser) -> None:
     """How train / evaluate / predict read a DATA that is a file rather than a zarr dataset."""
     g = p.add_argument_group("raw DATA files (LIBSVM, CSV or .npy, .gz/.xz/.bz2 or not; ingested into a "
@@ -59,6 +74,7 @@ def _add_raw_input_args(p: argparse.ArgumentParser) -> None:
                    help="format of a raw DATA file (default: from the file name, else from its first line)")
     g.add_argument("--labels", metavar="NPY", default=None,
                    help="labels of a raw .npy DATA file: a 1-d .npy file (predict does not need them)")
+    _add_tabular_args(g)
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -101,6 +117,10 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                         "recomputed every pass, or auto by size (default auto)")
     g.add_argument("--random-state", type=int, default=0,
                    help="seed of the landmarks and the cross-validation folds (default 0)")
+    g.add_argument("--scale", choices=list(SCALINGS), default=None,
+                   help="scale every feature first, statistics fitted in one pass and kept in the model "
+                        "(standard: mean 0 and variance 1, not centred for sparse data; minmax: into [0, 1]; "
+                        "maxabs: into [-1, 1], keeps sparse data sparse)")
 
 
 def _common_options(defaults: bool) -> argparse.ArgumentParser:
@@ -138,10 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace the files of an earlier demo in the folder")
     _add_cluster_args(p)
 
-    p = sub.add_parser("ingest", help="convert LIBSVM / CSV / .npy data into a zarr dataset")
-    p.add_argument("source", help="input file (.gz/.xz/.bz2 are read transparently)")
-    p.add_argument("target", help="zarr dataset to create")
-    p.add_argument("--format", choices=list(INPUT_FORMATS), default=None, help="default: from the file name")
+    p = sub.add_parser("ingest", help="convert LIBSVM / CSV / Parquet / .npy data into a zarr dataset")
+    p.add_argument("source", help="input file (.gz/.xz/.bz2 are read transparently), or a folder of Parquet files")
+    p.add_argument("target", help="zarr dataset to create (a local or mounted path)")
+    p.add_argument("--format", choices=["libsvm", "csv", "npy", "parquet"], default=None,
+                   help="default: from the file name, else from its content")
     p.add_argument("--labels", metavar="NPY", default=None, help="labels of an .npy source: a 1-d .npy file")
     p.add_argument("--n-features", type=int, default=None,
                    help="number of features (a LIBSVM test file may not use the last ones; default: the largest "
@@ -151,8 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--like", metavar="DATASET|MODEL",
                    help="a test set: read it like this training dataset or model (LIBSVM indexing base, "
                         "number of features)")
-    p.add_argument("--header", choices=["auto", "true", "false"], default="auto",
-                   help="CSV: the first line holds column names (default auto: only if it cannot be data)")
+    _add_tabular_args(p)
     dense = p.add_mutually_exclusive_group()
     dense.add_argument("--dense", dest="dense", action="store_true", default=None,
                        help="store X dense (default: dense if at least 25%% of the values are non-zero)")
@@ -207,6 +227,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing prediction file dsvm wrote")
     _add_raw_input_args(p)
     _add_cluster_args(p)
+
+    p = sub.add_parser("export", help="write a model as an ONNX file (needs pip install 'dsvm[onnx]')",
+                       description="Converts the model to the scikit-learn pipeline it is ([scaler ->] Nystroem -> "
+                       "LinearSVC / LinearSVR) and that to ONNX with skl2onnx. The graph's input is X (n x "
+                       "n_features); a classifier's outputs are label and the decision values, a regressor's the "
+                       "predicted values.")
+    p.add_argument("model", help="model file (.npz) written by dsvm train")
+    p.add_argument("out", help="ONNX file to write (.onnx)")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float32",
+                   help="element type of the input and of the computation (default float32)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing ONNX file dsvm wrote")
 
     p = sub.add_parser("run", help="run a YAML pipeline: ingest → train → evaluate → report")
     p.add_argument("pipeline", help="pipeline file (YAML; see pipelines/)")
@@ -296,15 +327,31 @@ def cmd_ingest(args) -> int:
 
     from .. import io
 
+    from .model_commands import tabular_options
+
     choice = {"auto": "auto", "true": True, "false": False}
     kwargs: dict[str, Any] = dict(format=args.format, y=args.labels, n_features=args.n_features,
-                                  zero_based=choice[args.zero_based], header=choice[args.header],
+                                  zero_based=choice[args.zero_based], **tabular_options(args),
                                   dense=args.dense, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
                                   progress=not args.no_progress and not args.quiet,
                                   like=_reference(args.like) if args.like else None)
     ds = io.ingest(args.source, args.target, **kwargs)
     logger.info("%s: %d rows x %d features (%s), classes %s", args.target, ds.n_samples, ds.n_features,
                 "sparse" if ds.sparse else "dense", np.asarray(ds.classes)[:10].tolist())
+    return 0
+
+
+def cmd_export(args) -> int:
+    from ..svm import export_onnx, load_model, onnx_file_problem
+    from .model_commands import check_writable_target
+
+    check_writable_target(args.out, "out", args.overwrite, onnx_file_problem, "model file in ONNX format")
+    model = load_model(args.model)
+    try:
+        path = export_onnx(model, args.out, overwrite=args.overwrite, dtype=args.dtype)
+    except ImportError as exc:
+        raise UserError(str(exc)) from None
+    logger.info("wrote %s (%s, %d features, %s)", path, type(model).__name__, model.n_features_in_, args.dtype)
     return 0
 
 
@@ -356,6 +403,8 @@ def cmd_info(args) -> int:
                 "C": m.C, "n_components": int(m.components_.shape[0]), "n_features_out": int(m.coef_.shape[1]),
                 "n_features_in": m.n_features_in_,
                 "classes": [c.item() if hasattr(c, "item") else c for c in getattr(m, "classes_", [])],
+                "scale": getattr(m.scaling_, "kind", None),
+                "feature_names": None if getattr(m, "feature_names_in_", None) is None else list(m.feature_names_in_),
                 "n_iter": m.n_iter_, "objective": m.objective_ if isinstance(m.objective_, float) else list(m.objective_),
                 "fit_seconds": m.solver_stats_.get("fit_seconds")}
     print(json.dumps(info, indent=2, default=str))
@@ -392,7 +441,7 @@ def cmd_clean(args) -> int:
 
 COMMANDS = {
     "demo": cmd_demo, "ingest": cmd_ingest, "train": cmd_train, "evaluate": cmd_evaluate,
-    "predict": cmd_predict, "run": cmd_run, "info": cmd_info, "clean": cmd_clean,
+    "predict": cmd_predict, "run": cmd_run, "info": cmd_info, "clean": cmd_clean, "export": cmd_export,
 }
 
 

@@ -51,7 +51,8 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
     if not path.exists():
         raise UserError(f"{args.data}: no such file or dataset")
     if path.is_dir():
-        given = [f"--{name}" for name in ("format", "labels") if getattr(args, name, None) is not None]
+        given = [f"--{name.replace('_', '-')}" for name in ("format", "labels", "label_column", "delimiter")
+                 if getattr(args, name, None) is not None]
         if given:
             raise UserError(f"{given[0]} is for raw DATA files; {args.data} is a zarr dataset")
         yield io.open_dataset(path)
@@ -63,7 +64,8 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
             labels = _placeholder_labels(path, Path(tmp) / PLACEHOLDER_LABELS)
         logger.info("%s is a raw %s file: ingesting it into a temporary dataset", args.data, fmt)
         try:
-            ds = io.ingest(path, Path(tmp) / "data.zarr", format=fmt, y=labels, like=like, progress=progress)
+            ds = io.ingest(path, Path(tmp) / "data.zarr", format=fmt, y=labels, like=like, progress=progress,
+                           **tabular_options(args))
         except InputFileError as exc:
             if like is None:
                 raise
@@ -72,6 +74,15 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
             raise UserError(f"{exc}; {args.data} is read as input to {like_name} "
                             f"({like.n_features_in_} features{indices})") from None
         yield ds
+
+
+def tabular_options(args) -> dict:
+    """``header``, ``label_column`` and ``delimiter`` of :func:`dsvm.ingest` from the command line."""
+    label = getattr(args, "label_column", None)
+    if label is not None and label.lstrip("-").isdigit():
+        label = int(label)
+    header = {"auto": "auto", "true": True, "false": False}[getattr(args, "header", "auto")]
+    return {"header": header, "label_column": label, "delimiter": getattr(args, "delimiter", None)}
 
 
 def _placeholder_labels(x_path: Path, target: Path) -> Path:
@@ -196,7 +207,7 @@ def _estimator(args, regression: bool, class_weight):
         C=args.C, gamma=gamma_option(args.gamma), n_components=args.n_components, kernel=args.kernel,
         degree=args.degree, coef0=args.coef0, landmarks=args.landmarks, solver=args.solver, hessian=args.hessian,
         tol=args.tol, max_iter=args.max_iter, dtype=args.dtype, feature_store=args.feature_store,
-        random_state=args.random_state,
+        random_state=args.random_state, scale=args.scale,
     )
     if regression:
         model = NystroemSVR(epsilon=0.0 if args.epsilon is None else args.epsilon, **params)

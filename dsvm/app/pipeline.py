@@ -10,6 +10,7 @@ A pipeline file (see ``pipelines/``)::
       train: {source: "${data_dir}/a9a.train.xz", format: libsvm, n_features: 123}
       test:  {source: "${data_dir}/a9a.test.xz", format: libsvm, n_features: 123}
       # or generated:  train: {generate: {n_samples: 100000, n_features: 20, random_state: 0}}
+    preprocess: {scale: standard}  # optional: scale features (fitted with the model, kept in its file)
     model:
       estimator: NystroemSVC
       params: {C: 10, gamma: 0.05, n_components: 500, random_state: 0}
@@ -50,7 +51,7 @@ from ..exceptions import PipelineError
 from ..io import ingest, make_classification_zarr, open_dataset, split_dataset
 from ..svm import NystroemSVC, evaluate, save_model
 from .paper import run_paper
-from .pipeline_spec import check_inputs, check_pipeline, search_grid
+from .pipeline_spec import check_inputs, check_pipeline, model_params, search_grid
 from .report import json_safe, machine_line, plot_accuracy_vs_k, plot_convergence, train_report_markdown
 from .report_files import OUTPUT_MARKER, check_output_folder, claim_output_folder, write_report_file
 from .search_report import cv_table, search_and_report
@@ -165,7 +166,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     ingest_seconds = time.perf_counter() - t0
     logger.info("pipeline %s: data ready in %.2fs (train %d rows)", spec["name"], ingest_seconds, train.n_samples)
 
-    params = dict(spec["model"].get("params") or {})
+    params = model_params(spec, f"pipeline {spec['name']}")
     search_spec = spec["model"].get("search")
     cv_rows, cv_plots = None, []
     if search_spec:

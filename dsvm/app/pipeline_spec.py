@@ -28,13 +28,15 @@ from ..svm import NystroemSVC, check_params, param_names
 from .search_report import ALIASES, parse_search_args
 from .yaml_files import read_yaml_file
 
-PIPELINE_KEYS = {"name", "description", "kind", "params", "output", "data", "model", "experiments", "report"}
+PIPELINE_KEYS = {"name", "description", "kind", "params", "output", "data", "preprocess", "model", "experiments",
+                 "report"}
 KINDS = ("train", "paper")
 PIPELINE_ESTIMATORS = ("NystroemSVC",)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # the keys each section may hold: exactly what run_pipeline (or dsvm.experiments) reads
-PAPER_TOP_KEYS = PIPELINE_KEYS - {"data", "model"}
+PAPER_TOP_KEYS = PIPELINE_KEYS - {"data", "preprocess", "model"}
+PREPROCESS_KEYS = {"scale"}
 DATA_KEYS = {"train", "test", "split"}
 SPLIT_KEYS = {"test_fraction", "random_state"}
 MODEL_KEYS = {"estimator", "params", "search"}
@@ -283,13 +285,33 @@ def _check_search(search: Any, params: dict[str, Any], where: str) -> None:
             raise PipelineError(f"{where}: model.search: {exc}") from None
 
 
-def _check_model(model: Any, where: str) -> dict[str, Any]:
-    """``model:`` keys, the estimator, its parameters and the search step; returns the parameters."""
-    model = _check_keys(model, MODEL_KEYS, "model", where)
+def model_params(spec: dict[str, Any], where: str = "pipeline") -> dict[str, Any]:
+    """The estimator's parameters: ``model.params`` with the ``preprocess:`` step (``scale``) folded in.
+
+    ``preprocess: {scale: standard}`` is the model's ``scale`` parameter: the
+    statistics are fitted with the model and kept in its file, so every
+    prediction scales the same way.  Giving ``scale`` in both places with
+    different values is an error.
+    """
+    model = _check_keys(spec.get("model"), MODEL_KEYS, "model", where)
+    params = dict(_check_keys(model.get("params"), None, "model.params", where))
+    pre = _check_keys(spec.get("preprocess"), PREPROCESS_KEYS, "preprocess", where)
+    if "scale" in pre:
+        if "scale" in params and params["scale"] != pre["scale"]:
+            raise PipelineError(f"{where}: preprocess.scale is {pre['scale']!r} but model.params.scale is "
+                                f"{params['scale']!r}; give it once")
+        params["scale"] = pre["scale"]
+    return params
+
+
+def _check_model(spec: dict[str, Any], where: str) -> dict[str, Any]:
+    """``model:`` keys, the estimator, its parameters (with ``preprocess:``) and the search step; returns the
+    parameters."""
+    model = _check_keys(spec.get("model"), MODEL_KEYS, "model", where)
     if model.get("estimator", "NystroemSVC") not in PIPELINE_ESTIMATORS:
         raise PipelineError(f"{where}: model estimator {model.get('estimator')!r} unknown; "
                             f"choose one of {PIPELINE_ESTIMATORS}")
-    params = dict(_check_keys(model.get("params"), None, "model.params", where))
+    params = model_params(spec, where)
     _estimator(params, "model.params", where)
     if model.get("search") is not None:
         _check_search(model["search"], params, where)
@@ -357,7 +379,7 @@ def check_pipeline(spec: dict[str, Any], where: str = "pipeline") -> None:
         _check_paper(spec, where)
         return
     _check_data(spec.get("data"), where)
-    params = _check_model(spec.get("model"), where)
+    params = _check_model(spec, where)
     _check_train_experiments(spec.get("experiments"), params, where)
 
 

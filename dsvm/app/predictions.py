@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ..io import create_exclusive, regular_file_problem, replacing, to_json_scalar
+from ..io import create_exclusive, local_target, regular_file_problem, replacing, to_json_scalar
 from ..problems import labels_from_decision
 from ..svm import model_decisions, platt_log_proba
 
@@ -121,7 +121,7 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     dsvm.DiskFullError
         The disk filled up; an old ``out`` is unchanged.
     """
-    out = Path(out)
+    out = local_target(out)  # a URL is refused here, before Path() would fold its "//"
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ValueError(f"--out {out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")

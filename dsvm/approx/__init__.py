@@ -1,4 +1,5 @@
-"""The kernel approximation: kernel blocks, landmark selection and the Nyström map ``F = K(X, L) · M``.
+"""The kernel approximation: kernel blocks, landmark selection and the Nyström map ``F = K(X, L) · M``,
+and the per-feature scaling of its input.
 
 Pure numpy on row blocks; passes over the data go through :mod:`dsvm.blocks`.
 """
@@ -33,6 +34,7 @@ from .landmarks import (
     warn_if_few_distinct,
 )
 from .nystroem import DEFAULT_EIG_RTOL, FeatureMap, default_eig_rtol, fit_feature_map, nystroem_normalization
+from .scaling import SCALINGS, Scaling, check_scale, fit_scaling
 
 __all__ = [
     "KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
@@ -43,4 +45,5 @@ __all__ = [
     "kmeans_landmarks", "pivoted_landmarks", "select_landmarks", "warn_if_few_distinct",
     "DEFAULT_EIG_RTOL", "default_eig_rtol", "nystroem_normalization", "FeatureMap", "fit_feature_map",
     "KernelColumnsMap", "ProjectedMap",
+    "SCALINGS", "Scaling", "check_scale", "fit_scaling",
 ]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.base import is_dask_collection as _is_dask_collection
@@ -12,8 +14,8 @@ from .dask_blocks import DaskBlocks, check_row_chunks
 from .in_memory import InMemoryBlocks
 from .interface import RowBlocks
 
-__all__ = ["is_dask_array", "is_dask_collection", "check_dask_X", "as_row_blocks", "from_blocks", "aligned_vector",
-           "row_index_blocks", "lazy_result"]
+__all__ = ["is_dask_array", "is_dask_collection", "is_dask_frame", "dask_frame_input", "check_dask_X", "as_row_blocks",
+           "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result"]
 
 
 def is_dask_array(x: Any) -> bool:
@@ -24,6 +26,47 @@ def is_dask_array(x: Any) -> bool:
 def is_dask_collection(x: Any) -> bool:
     """True for any Dask collection (array, delayed, dataframe, ...)."""
     return _is_dask_collection(x)
+
+
+def is_dask_frame(x: Any) -> bool:
+    """True for a Dask DataFrame or Series (without importing ``dask.dataframe``)."""
+    return type(x).__module__.startswith("dask") and hasattr(x, "npartitions") and hasattr(x, "to_dask_array")
+
+
+def _float_frame(X):
+    """A Dask DataFrame whose columns are all numbers, as one float dtype (mixed columns would give objects)."""
+    kinds = []
+    for name, dtype in X.dtypes.items():
+        try:
+            kinds.append(np.dtype(dtype).kind)
+        except TypeError:  # a pandas extension dtype: nullable integers, strings, categories
+            kinds.append("?")
+        if kinds[-1] not in "biuf":
+            raise ValueError(f"X: column {name!r} of the DataFrame holds {dtype} values; dsvm's features are numbers "
+                             "(bool, integer, float) without missing values: encode it first or drop it")
+    if all(k == "f" for k in kinds) and len({np.dtype(d) for d in X.dtypes}) == 1:
+        return X
+    return X.astype(np.float64)
+
+
+def dask_frame_input(X, y=None) -> tuple[Any, Any, list[str] | None]:
+    """A Dask DataFrame as a row-chunked Dask array, a Dask Series ``y`` likewise, and the column names.
+
+    The partition lengths (of X and y together) are computed in one pass on
+    the cluster; only those numbers come back, the rows stay where they are.
+    Column names are returned only when they are all strings (as
+    scikit-learn's ``feature_names_in_``).
+    """
+    names = [str(c) for c in X.columns] if all(isinstance(c, str) for c in X.columns) else None
+    X = _float_frame(X)
+    y_frame = is_dask_frame(y)
+    lengths = dask.compute(X.map_partitions(len), *( [y.map_partitions(len)] if y_frame else []))
+    X_arr = X.to_dask_array(lengths=tuple(int(n) for n in lengths[0]))
+    if y_frame:
+        with warnings.catch_warnings():  # string labels become an object array, which is what dsvm reads
+            warnings.filterwarnings("ignore", message=".*pandas extension dtypes", category=UserWarning)
+            y = y.to_dask_array(lengths=tuple(int(n) for n in lengths[1]))
+    return X_arr, y, names
 
 
 def check_dask_X(X, what: str = "X") -> None:

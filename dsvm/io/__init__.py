@@ -26,6 +26,7 @@ from .replace import (
     Staged,
     check_replaceable,
     create_exclusive,
+    local_target,
     regular_file_problem,
     replacing,
     write_file,
@@ -40,6 +41,6 @@ __all__ = [
     "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",
-    "replacing", "write_file", "check_replaceable", "create_exclusive", "regular_file_problem", "Staged", "TMP_SUFFIX",
+    "replacing", "write_file", "check_replaceable", "create_exclusive", "regular_file_problem", "local_target", "Staged", "TMP_SUFFIX",
     "write_npz", "read_npz", "read_meta", "npz_problem", "meta_array", "MemberRules", "SUPPORTED_VERSION",
 ]

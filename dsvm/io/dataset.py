@@ -12,6 +12,13 @@ The readers keep the chunk checksums found when the dataset was opened and
 compare every chunk they read with them, so a chunk that moved, or a dataset
 replaced while a fit still reads it, is an error, never a silent mix of two
 datasets.
+
+``Dataset.X`` *is* the ``dask.array`` view of a dataset, dense or sparse
+(blocks are ``scipy.sparse.csr_matrix`` for a sparse one).  Dask's own
+``da.from_zarr(path, component="X")`` reads only a dense dataset (there ``X``
+is one zarr array, without the checks above); a sparse dataset's ``X`` is a
+group of CSR parts, which ``da.from_zarr`` refuses with a zarr node-type
+error: use ``open_dataset(path).X``.
 """
 
 from __future__ import annotations
@@ -57,10 +64,13 @@ class Dataset:
         along columns; chunks are float numpy arrays, or ``scipy.sparse.csr_matrix``
         when ``sparse``.
     y : dask.array.Array
-        ``(n_samples,)`` labels with the same row chunks as ``X``.
+        ``(n_samples,)`` labels with the same row chunks as ``X``: numbers, or
+        the class names (a ``str`` array) of a dataset with string labels.
     n_samples, n_features : int
     classes : numpy.ndarray
         Sorted distinct labels found when the dataset was written.
+    feature_names : numpy.ndarray or None
+        The column names of ``X`` (CSV header, Parquet or DataFrame columns), if known.
     sparse : bool
         Whether ``X`` is stored (and read) as CSR.
     attrs : dict
@@ -93,6 +103,11 @@ class Dataset:
         return np.dtype(self.attrs["dtype"])
 
     @property
+    def feature_names(self) -> np.ndarray | None:
+        names = self.attrs.get("feature_names")
+        return None if names is None else np.asarray(names, dtype=object)
+
+    @property
     def class_counts(self) -> np.ndarray:
         return np.asarray(self.attrs.get("class_counts", []), dtype=np.int64)
 
@@ -122,9 +137,12 @@ class ChunkReader:
         self.chunk_nnz = chunk_nnz
         # what the chunks held when the dataset was opened (None for version-1 datasets)
         self.checksums = (attrs.get("checksums") or {}).get("X" if name.startswith("X") else name)
+        # string labels: y stores codes into these names, decoded when read
+        names = attrs.get("class_names") if name == "y" else None
+        self.class_names = None if names is None else np.asarray(names, dtype=str)
         if name == "y":
             self.shape: tuple[int, ...] = (self.n_samples,)
-            self.dtype = np.dtype(attrs["y_dtype"])
+            self.dtype = np.dtype(attrs["y_dtype"]) if self.class_names is None else self.class_names.dtype
         else:
             self.shape = (self.n_samples, self.n_features)
             self.dtype = np.dtype(attrs["dtype"])
@@ -217,6 +235,10 @@ class ChunkReader:
                     "moved, swapped or edited, or the dataset was replaced while in use; do not change a dataset "
                     "while it is read, and write a damaged one again with dsvm.io.ingest()"
                 )
+            if self.class_names is not None:
+                if out.size and (out.min() < 0 or out.max() >= len(self.class_names)):
+                    raise self._bad(i, f"label codes outside 0-{len(self.class_names) - 1}")
+                out = self.class_names[out]
         except InvalidDatasetError:
             raise
         except Exception as exc:  # decoding / checksum / IO errors from zarr
@@ -369,7 +391,8 @@ def open_dataset(path: str | Path) -> Dataset:
         asarray=False,
         fancy=False,
     )
-    classes = np.asarray(attrs["classes"], dtype=y_reader.dtype)
+    classes = (np.asarray(attrs["classes"], dtype=y_reader.dtype) if y_reader.class_names is None
+               else y_reader.class_names)
     logger.debug("opened %s: %d x %d, %d chunks, sparse=%s", path, n, p, n_chunks, attrs["sparse"])
     return Dataset(
         path=path, X=X, y=y, n_samples=n, n_features=p, classes=classes, sparse=bool(attrs["sparse"]), attrs=attrs

@@ -1,10 +1,12 @@
 """Blocks of delimited text (CSV / TSV) with one label column.
 
-Numbers only: every field of every non-blank line must be a finite decimal
-number (``1``, ``-0.5``, ``2.5e-3``; no missing values, no NaN or infinity,
-no hexadecimal), optionally in double quotes (``"1.5"``, as the ``csv``
-module reads it); all lines have the same number of fields, ``#`` starts a
-comment, and a UTF-8 byte order mark at the start of the file is skipped.
+Every feature field of every non-blank line must be a finite decimal number
+(``1``, ``-0.5``, ``2.5e-3``; no missing values, no NaN or infinity, no
+hexadecimal), optionally in double quotes (``"1.5"``, as the ``csv`` module
+reads it); the label field is a number or any non-empty text (a class name,
+see :mod:`dsvm.io.labels`).  All lines have the same number of fields, ``#``
+starts a comment, and a UTF-8 byte order mark at the start of the file is
+skipped.
 
 A first line is taken for a header only when it cannot be data: when every
 field is a name (not empty, not a number, not a missing-value marker such as
@@ -21,10 +23,14 @@ from __future__ import annotations
 import csv
 import io
 import re
+import warnings
 
 import numpy as np
 
-__all__ = ["parse_csv_block", "locate_csv_error", "split_header", "looks_like_header", "strip_bom", "BOM"]
+from .label_text import label_texts
+
+__all__ = ["parse_csv_block", "locate_csv_error", "locate_first_row", "canonical_label_texts", "split_header",
+           "looks_like_header", "strip_bom", "is_number", "BOM"]
 
 BOM = b"\xef\xbb\xbf"
 QUOTE = '"'
@@ -32,6 +38,8 @@ QUOTE = '"'
 _NUMBER = re.compile(rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)", re.IGNORECASE)
 # fields that stand for a missing number rather than a column name
 _MISSING = {b"na", b"n/a", b"nan", b"null", b"none", b"?", b"-", b".", b"nil", b"missing"}
+# label texts read as a missing label rather than a class name (what pandas reads as missing)
+MISSING_LABELS = {"na", "n/a", "nan", "null"}
 
 
 def strip_bom(raw: bytes) -> bytes:
@@ -43,7 +51,7 @@ def _fields(line: bytes, delimiter: str) -> list[bytes]:
     body = line.split(b"#", 1)[0].strip()
     if not body:
         return []
-    text = body.decode("utf-8", "replace")
+    text = body.decode("utf-8", "replace").replace("\r", "")  # as the block parser reads it
     row = next(csv.reader([text], delimiter=delimiter, quotechar=QUOTE), [])
     return [f.strip().encode("utf-8") for f in row]
 
@@ -79,10 +87,30 @@ def split_header(line: bytes, delimiter: str) -> list[str]:
     return [f.decode("utf-8", "replace").strip("'") for f in _fields(strip_bom(line), delimiter)]
 
 
-def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None) -> tuple[np.ndarray, int]:
-    """All rows of ``raw`` as a 2-D float64 array, and the 1-based line of its first row.
+def _label_index(label_column: int, n_fields: int) -> int:
+    """The label column as a non-negative index; ``ValueError`` if the line has no such field."""
+    if not -n_fields <= label_column < n_fields:
+        raise ValueError(f"label column {label_column} does not exist ({n_fields} fields)")
+    return label_column % n_fields
 
-    Raises ``ValueError`` with ``.line`` (1-based in the block) for a bad line.
+
+def _bad_block(raw: bytes, delimiter: str, n_columns: int | None, label_column: int | None,
+               names: list[str] | None) -> ValueError:
+    line, message = locate_csv_error(raw, delimiter, n_columns, label_column, names)
+    err = ValueError(message)
+    err.line = line  # type: ignore[attr-defined]
+    return err
+
+
+def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int = 0,
+                    names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """The rows of ``raw``: features ``(n, n_fields - 1)`` float64, labels, and the 1-based line of the first row.
+
+    Labels are float64 when every label of the block is a number, else a
+    ``str`` array (numbers in it written as :func:`dsvm.io.labels.label_texts`
+    writes them).  Every other field must be a decimal number.  ``names`` (the
+    header) only improves messages.  Raises ``ValueError`` with ``.line``
+    (1-based in the block) for a bad line.
     """
     text = raw.decode("utf-8", "replace").replace("\r", "")
     first = 0
@@ -90,27 +118,112 @@ def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None) ->
         if line.split("#", 1)[0].strip():
             first = k
             break
+    width = max((n_columns or 1) - 1, 0)
     if not first:
-        return np.zeros((0, n_columns or 0)), 0
+        return np.zeros((0, width)), np.zeros(0), 0
     try:
         arr = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#",
                          quotechar=QUOTE)
     except ValueError:
-        line, message = locate_csv_error(raw, delimiter, n_columns)
-        err = ValueError(message)
-        err.line = line  # type: ignore[attr-defined]
-        raise err from None
+        return _parse_with_text_labels(raw, text, delimiter, n_columns, label_column, names, first)
     # NaN and infinity parse as floats, but a dataset must hold finite values (as LIBSVM files must)
     if (n_columns is not None and arr.shape[1] != n_columns) or not np.isfinite(arr).all():
-        line, message = locate_csv_error(raw, delimiter, n_columns)
-        err = ValueError(message)
-        err.line = line  # type: ignore[attr-defined]
-        raise err
-    return arr, first
+        raise _bad_block(raw, delimiter, n_columns, label_column, names)
+    col = _located(raw, delimiter, label_column, arr.shape[1])
+    return np.delete(arr, col, axis=1), arr[:, col], first
 
 
-def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None) -> tuple[int, str]:
-    """1-based line and message of the first bad line of ``raw``."""
+def _located(raw: bytes, delimiter: str, label_column: int, n_fields: int) -> int:
+    try:
+        return _label_index(label_column, n_fields)
+    except ValueError as exc:
+        exc.line = locate_first_row(raw, delimiter)  # type: ignore[attr-defined]
+        raise
+
+
+def locate_first_row(raw: bytes, delimiter: str) -> int:
+    """1-based line of the first line of ``raw`` holding data."""
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if _fields(line, delimiter):
+            return lineno
+    return 1
+
+
+def _parse_with_text_labels(raw, text, delimiter, n_columns, label_column, names, first):
+    """Some field is not a number: read every field as text; only the label column may hold non-numbers,
+    and then only text (valid UTF-8, no control characters)."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        err = ValueError(f"bytes that are not UTF-8 text at byte {exc.start} of this line")
+        err.line = raw[: exc.start].count(b"\n") + 1  # type: ignore[attr-defined]
+        raise err from None
+    width = _unquoted_width(text, delimiter)
+    try:
+        with warnings.catch_warnings():  # numpy reads text in batches and notes blank lines it skips
+            warnings.filterwarnings("ignore", message="Input line", category=UserWarning)
+            if width is not None and (n_columns is None or width == n_columns):
+                # every line has `width` fields and no quotes: numpy's number parser reads the features, as it
+                # reads a block of numbers, and only the label column is read as text
+                col = _located(raw, delimiter, label_column, width)
+                X = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#",
+                               usecols=[k for k in range(width) if k != col])
+                labels = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=str, ndmin=1, comments="#",
+                                    usecols=[col])
+            else:
+                X, labels = _text_cells(text, delimiter, n_columns, raw, label_column)
+    except ValueError as exc:
+        if hasattr(exc, "line"):  # the label column does not exist: that message, at the first row
+            raise
+        raise _bad_block(raw, delimiter, n_columns, label_column, names) from None
+    if not np.isfinite(X).all():
+        raise _bad_block(raw, delimiter, n_columns, label_column, names)
+    labels = np.char.strip(labels)
+    try:
+        return X, canonical_label_texts(labels), first
+    except ValueError as exc:
+        raise _bad_block(raw, delimiter, n_columns, label_column, names) from exc
+
+
+def _unquoted_width(text: str, delimiter: str) -> int | None:
+    """The number of fields of every data line when the text has no quotes and all lines agree, else None."""
+    if QUOTE in text:
+        return None
+    widths = {body.count(delimiter) + 1 for line in text.split("\n") if (body := line.split("#", 1)[0]).strip()}
+    return widths.pop() if len(widths) == 1 else None
+
+
+def _text_cells(text: str, delimiter: str, n_columns: int | None, raw: bytes, label_column: int):
+    """Features and labels of a block read field by field as text (quoted fields, or lines of other widths)."""
+    cells = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=str, ndmin=2, comments="#", quotechar=QUOTE)
+    if n_columns is not None and cells.shape[1] != n_columns:
+        raise ValueError("field count")
+    col = _located(raw, delimiter, label_column, cells.shape[1])
+    fields = np.char.strip(np.delete(cells, col, axis=1))
+    if fields.size and (np.char.find(fields, "_") >= 0).any():  # Python's float() reads 1_000, a CSV does not
+        raise ValueError("not a decimal number")
+    return fields.astype(np.float64), cells[:, col]
+
+
+def canonical_label_texts(labels: np.ndarray) -> np.ndarray:
+    """Label texts of a CSV column, those that are decimal numbers written as numbers are (``+1.0`` → ``1``)."""
+    values, inverse = np.unique(labels, return_inverse=True)
+    out = []
+    for v in values.tolist():
+        if not v or v.lower() in MISSING_LABELS or not v.isprintable():
+            raise ValueError("missing or unprintable label")
+        number = is_number(v.encode("utf-8"))
+        out.append(label_texts(np.array([float(v)]))[0] if number else v)
+    return np.array(out, dtype=str)[inverse] if out else labels
+
+
+def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int | None = None,
+                     names: list[str] | None = None) -> tuple[int, str]:
+    """1-based line and message of the first bad line of ``raw``.
+
+    Every field must be a finite decimal number, except the one in
+    ``label_column`` (when given), which may be any non-empty text.
+    """
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
         fields = _fields(line, delimiter)
         if not fields:
@@ -120,11 +233,35 @@ def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None) -
             n_columns = len(fields)
         if len(fields) != n_columns:
             return lineno, f"expected {n_columns} fields, found {len(fields)} in line {shown!r}"
-        for col, field in enumerate(fields, start=1):
+        label = None if label_column is None else _label_index(label_column, len(fields))
+        for col, field in enumerate(fields):
             text = field.decode("utf-8", "replace")
+            if col == label:
+                if not field or text.lower() in MISSING_LABELS:
+                    return lineno, f"a missing label {text!r} (field {col + 1}) in line {shown!r}"
+                if not text.isprintable():
+                    return lineno, f"label {text!r} (field {col + 1}) holds control characters in line {shown!r}"
+                if is_number(field) and not np.isfinite(float(field)):
+                    return lineno, f"label {text!r} (field {col + 1}) is not a finite number in line {shown!r}"
+                continue
             if not is_number(field):
                 what = "an empty field" if not field else f"cannot parse {text!r}"
-                return lineno, f"{what} (field {col}) in line {shown!r}; every field must be a decimal number"
+                return lineno, f"{what} (field {col + 1}){_named(names, col)} in line {shown!r}; " + _hint(
+                    names, col, label)
             if not np.isfinite(float(field)):
-                return lineno, f"{text!r} (field {col}) is not a finite number in line {shown!r}"
+                return lineno, f"{text!r} (field {col + 1}) is not a finite number in line {shown!r}"
     return 1, "cannot parse this block"
+
+
+def _named(names: list[str] | None, col: int) -> str:
+    return f" in column {names[col]!r}" if names and col < len(names) else ""
+
+
+def _hint(names: list[str] | None, col: int, label: int | None) -> str:
+    """What a non-number in a feature column means: the label is elsewhere, or the data needs encoding."""
+    if label is None:
+        return "every field must be a decimal number"
+    which = repr(names[col]) if names and col < len(names) else str(col)
+    label_name = f" {names[label]!r}" if names and label < len(names) else ""
+    return (f"only the label column{label_name} (field {label + 1}) may hold text, the others decimal numbers; "
+            f"if this column holds the labels, pass label_column={which} (CLI: --label-column {which.strip(chr(39))})")

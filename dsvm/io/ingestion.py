@@ -16,6 +16,12 @@ ingest (:mod:`dsvm.io.atomic`):
    chunks and writes them, in parallel.
 
 Only after both stages succeed is the dataset renamed to the target.
+
+The parse stage itself is :mod:`dsvm.io.parse_stage`; CSV's options (header,
+label column, delimiter) live in :mod:`dsvm.io.csv_ingest`; tables (pandas
+and Dask DataFrames, Parquet) are staged by :mod:`dsvm.io.frames`, one task
+per partition or row group; labels that are not numbers are stored as class
+names (:mod:`dsvm.io.labels`).
 """
 
 from __future__ import annotations
@@ -23,38 +29,32 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import dask
 import numpy as np
 
 from ..blocks import claim_folder
 from ..exceptions import InputFileError, disk_full_names
 from .atomic import atomic_target, check_target
+from .csv_ingest import ingest_csv
 from .dataset import open_dataset
-from .delimited import looks_like_header, parse_csv_block, split_header, strip_bom
+from .frames import PARQUET_SUFFIXES, is_dask_frame, is_pandas_frame, pandas_arrays, stage_dask_frame, \
+    stage_parquet, table_columns
+from .labels import block_labels, is_numeric_labels, warn_if_continuous, with_class_names
 from .libsvm import LineError, line_at, parse_libsvm_block
-from .progress import ProgressBar, compute_tasks
-from .sources import NpySource, RowSource, StagedSource, save_csr_part, save_part
-from .text import (
-    DEFAULT_BLOCK_BYTES,
-    byte_ranges,
-    compression,
-    detect_format,
-    open_binary,
-    read_range,
-    stream_blocks,
-)
+from .parse_stage import line_offsets, parse_stage, raise_first_error
+from .sources import NpySource, RowSource, StagedSource, save_csr_part
+from .text import detect_format, read_range
 from .writer import check_dtype, stored_bytes_bound, write_dataset, write_source
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ingest"]
 
-FORMATS = ("libsvm", "csv", "npy")
+FORMATS = ("libsvm", "csv", "npy", "parquet")
+# tabular sources, whose label column may look continuous (a hint that it is the wrong column)
+TABULAR = ("csv", "parquet", "frame", "dask-frame")
 
 
 # Block tasks (run in worker threads / processes) -------------------------------
@@ -88,132 +88,14 @@ def _libsvm_range(path: str, start: int, end: int, prefix: str, options: dict) -
     return _libsvm_block(read_range(path, start, end), prefix, options, start == 0)
 
 
-def _csv_block(raw: bytes, prefix: str, options: dict, at_start: bool = False) -> dict[str, Any]:
-    """Parse one CSV block into a staging part (``at_start``: the block begins the file, which may
-    start with a byte order mark); errors are returned, not raised."""
-    n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") or not raw else 1)
-    if at_start:
-        raw = strip_bom(raw)
-    try:
-        arr, first_line = parse_csv_block(raw, options["delimiter"], options.get("n_columns"))
-    except ValueError as exc:
-        return {"error": (getattr(exc, "line", 1), str(exc)), "n_bytes": len(raw)}
-    part = None
-    if arr.shape[0]:
-        col = options["label_column"]
-        if col is not None and not -arr.shape[1] <= col < arr.shape[1]:
-            return {"error": (first_line, f"label column {col} does not exist ({arr.shape[1]} fields)"),
-                    "n_bytes": len(raw)}
-        y = arr[:, col]
-        X = np.delete(arr, col, axis=1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            X = X.astype(options["dtype"])
-        part = save_part(prefix, X, y)
-    return {
-        "error": None,
-        "part": part,
-        "n_lines": n_lines,
-        "n_columns": arr.shape[1] if arr.shape[0] else None,
-        "first_line": first_line,
-        "n_bytes": len(raw),
-    }
-
-
-def _csv_range(path: str, start: int, end: int, prefix: str, options: dict) -> dict[str, Any]:
-    return _csv_block(read_range(path, start, end), prefix, options, start == 0)
-
-
-# Running the parse stage ----------------------------------------------------------
-def _block_bytes(path: str, block_bytes: int | None) -> int:
-    """Default: enough blocks to keep every core busy, between 1 MiB and 16 MiB."""
-    if block_bytes is not None:
-        return int(block_bytes)
-    size = os.path.getsize(path)
-    if compression(path) is not None:
-        size *= 5  # typical ratio for LIBSVM text
-    return int(min(DEFAULT_BLOCK_BYTES, max(2**20, size // (4 * (os.cpu_count() or 1)))))
-
-
-def _parse_stage(
-    path: str,
-    staging: Path,
-    block_task,
-    range_task,
-    options: dict,
-    block_bytes: int | None,
-    progress: bool,
-    start: int = 0,
-) -> list[dict[str, Any]]:
-    """Run the block parser over the file from byte ``start`` on; one result per block, in order.
-
-    The first result stands for the skipped ``start`` bytes (its ``n_lines``
-    keeps line numbers right).
-    """
-    staging.mkdir(parents=True, exist_ok=True)
-    block_bytes = _block_bytes(path, block_bytes)
-    name = Path(path).name
-    size = os.path.getsize(path)
-    bar = ProgressBar(size, label=f"parse {name}", unit="B", enabled=progress)
-    try:
-        if compression(path) is None:
-            with open(path, "rb") as f:
-                skipped = {"error": None, "part": None, "n_lines": f.read(start).count(b"\n"), "n_bytes": start}
-            ranges = byte_ranges(size, block_bytes, start)
-
-            tasks = [
-                dask.delayed(range_task, pure=False)(path, a, b, str(staging / f"part-{k:06d}"), options)
-                for k, (a, b) in enumerate(ranges)
-            ]
-            bar.update(start)
-            return [skipped] + compute_tasks(tasks, weights=[b - a for a, b in ranges], bar=bar)
-        results: list[dict[str, Any]] = []
-        workers = max(1, min(os.cpu_count() or 1, 8))
-        done = 0
-        with open_binary(path) as stream, ThreadPoolExecutor(workers, thread_name_prefix="dsvm-parse") as pool:
-            head = stream.read(start) if start else b""
-            results.append({"error": None, "part": None, "n_lines": head.count(b"\n"), "n_bytes": len(head)})
-            pending: deque = deque()
-            for k, block in enumerate(stream_blocks(stream, block_bytes)):
-                pending.append(pool.submit(block_task, block, str(staging / f"part-{k:06d}"), options,
-                                           k == 0 and not start))
-                while len(pending) > workers:
-                    results.append(pending.popleft().result())
-                pos = stream.compressed_position()
-                bar.update(pos - done)
-                done = pos
-            while pending:
-                results.append(pending.popleft().result())
-        bar.update(size - done)
-        return results
-    finally:
-        bar.close()
-
-
-def _raise_first_error(name: str, results: list[dict[str, Any]]) -> None:
-    offset = 0
-    for res in results:
-        if res["error"] is not None:
-            line, message = res["error"]
-            raise InputFileError(f"{name}:{offset + line}: {message}")
-        offset += res["n_lines"]
-
-
-def _line_offsets(results: list[dict[str, Any]]) -> list[int]:
-    offsets, total = [], 0
-    for res in results:
-        offsets.append(total)
-        total += res.get("n_lines", 0)
-    return offsets
-
-
 # Formats -----------------------------------------------------------------------------
 def _ingest_libsvm(path, work, *, n_features, zero_based, base_from, dtype, block_bytes, progress):
     """``base_from``: where an explicit ``zero_based`` came from (recorded as ``zero_based_from``)."""
     name = Path(path).name
     options = {"dtype": dtype.str, "zero_based": zero_based, "n_features": n_features}
-    results = _parse_stage(path, work / "staging", _libsvm_block, _libsvm_range, options, block_bytes, progress)
-    _raise_first_error(name, results)
-    offsets = _line_offsets(results)
+    results = parse_stage(path, work / "staging", _libsvm_block, _libsvm_range, options, block_bytes, progress)
+    raise_first_error(name, results)
+    offsets = line_offsets(results)
     with_features = [r for r in results if r.get("max_index", -1) >= 0]
     if zero_based == "auto":
         zero_based = bool(with_features) and min(r["min_index"] for r in with_features) == 0
@@ -240,64 +122,8 @@ def _ingest_libsvm(path, work, *, n_features, zero_based, base_from, dtype, bloc
     return source, {"zero_based": bool(zero_based), "zero_based_from": base_from}
 
 
-def _first_line(path: str) -> tuple[bytes, int]:
-    """The first line holding data (not blank, not only a comment) and its 1-based number."""
-    with open_binary(path) as f:
-        for number, line in enumerate(f, start=1):
-            if strip_bom(line).split(b"#", 1)[0].strip():
-                return line, number
-    return b"", 0
-
-
-def _ingest_csv(path, work, *, label_column, header, delimiter, dtype, block_bytes, progress, n_features):
-    name = Path(path).name
-    first, first_number = _first_line(path)
-    guessed = header == "auto"
-    if guessed:
-        header = looks_like_header(first, delimiter)
-    names = split_header(first, delimiter) if header else None
-    if isinstance(label_column, str):
-        if not names or label_column not in names:
-            raise InputFileError(f"{name}: no column named {label_column!r} in the header {names}")
-        label_column = names.index(label_column)
-    options: dict[str, Any] = {"delimiter": delimiter, "label_column": label_column, "dtype": dtype.str}
-    if names:
-        options["n_columns"] = len(names)
-    start = 0
-    if header:
-        with open_binary(path) as f:  # byte length of everything up to the header line
-            for line in f:
-                start += len(line)
-                if line.split(b"#", 1)[0].strip():
-                    break
-    results = _parse_stage(path, work / "staging", _csv_block, _csv_range, options, block_bytes, progress, start)
-    offsets = _line_offsets(results)
-    try:
-        _raise_first_error(name, results)
-    except InputFileError as exc:
-        if guessed and not header and str(exc).startswith(f"{name}:{first_number}:"):
-            raise InputFileError(f"{exc}; if that line is a header, pass header=True (CLI: --header true)") from None
-        raise
-    widths = {r["n_columns"] for r in results if r.get("n_columns")}
-    if len(widths) > 1:
-        want = next(r["n_columns"] for r in results if r.get("n_columns"))
-        for off, res in zip(offsets, results):
-            if res.get("n_columns") and res["n_columns"] != want:
-                raise InputFileError(
-                    f"{name}:{off + res['first_line']}: expected {want} fields, found {res['n_columns']}"
-                )
-    parts = [r["part"] for r in results if r["part"] is not None]
-    p = (widths.pop() - 1) if widths else 0
-    if n_features is not None and n_features != p:
-        raise InputFileError(f"{name}: n_features={n_features} given but the file has {p} feature columns")
-    source = StagedSource(parts, n_features=p, y_dtype=np.float64)
-    extra: dict[str, Any] = {"label_column": label_column}
-    if names:
-        extra["feature_names"] = [n for k, n in enumerate(names) if k != label_column % len(names)]
-    return source, extra
-
-
-def _npy_source(source, y) -> tuple[NpySource, str]:
+def _npy_source(source, y) -> tuple[RowSource, str, dict[str, Any]]:
+    """The rows of an ``.npy`` X with its labels (a second ``.npy`` or an array), and their label attributes."""
     if isinstance(source, (tuple, list)):
         if len(source) != 2:
             raise ValueError("an .npy source is (X_path, y_path), or X_path with y=...")
@@ -306,7 +132,16 @@ def _npy_source(source, y) -> tuple[NpySource, str]:
         x_path = source
     if y is None:
         raise ValueError(f"{x_path}: labels are missing; pass y=<path to .npy> or an array")
-    return NpySource(str(x_path), y), str(x_path)
+    rows = NpySource(str(x_path), y)
+    labels = np.load(rows.y_path, mmap_mode="r") if rows.y_path else rows.y
+    if is_numeric_labels(labels):
+        return rows, str(x_path), {}
+    where = rows.y_path or "y"
+    try:
+        source_rows, extra = with_class_names(rows, [block_labels(labels, where)], where)
+    except ValueError as exc:
+        raise InputFileError(str(exc)) from None
+    return source_rows, str(x_path), extra
 
 
 def _reference_format(like) -> tuple[str, bool | None, int]:
@@ -327,6 +162,10 @@ def _is_path(x) -> bool:
 
 
 def _resolve_format(source, format, y) -> str:
+    if is_pandas_frame(source) or (isinstance(source, (tuple, list)) and source and is_pandas_frame(source[0])):
+        return "frame"
+    if is_dask_frame(source) or (isinstance(source, (tuple, list)) and source and is_dask_frame(source[0])):
+        return "dask-frame"
     if format is not None:
         fmt = str(format).lower()
         if fmt == "svmlight":
@@ -339,8 +178,46 @@ def _resolve_format(source, format, y) -> str:
             return "npy"
         return "array"
     if _is_path(source):
+        if Path(source).suffix.lower() in PARQUET_SUFFIXES or os.path.isdir(source):
+            return "parquet"
         return detect_format(source)
     return "array"
+
+
+def _frame_and_labels(source, y):
+    """A table source as ``(frame, y or None)``: ``ingest(df, ...)``, ``ingest(df, y=s)`` or ``ingest((df, s))``."""
+    if isinstance(source, (tuple, list)):
+        if len(source) != 2 or y is not None:
+            raise ValueError("a DataFrame source is ingest(df, target, label_column=...), ingest(df, target, y=labels) "
+                             "or ingest((df, labels), target)")
+        return source[0], source[1]
+    return source, y
+
+
+def _ingest_pandas(source, y, target, label_column, n_features, overwrite, progress, common):
+    """A pandas DataFrame: in memory already, written as arrays with its column names."""
+    frame, y = _frame_and_labels(source, y)
+    cols = table_columns(frame.columns, label_column, y is not None, "the DataFrame")
+    X, labels = pandas_arrays(frame, cols, "the DataFrame", y)
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"n_features={n_features} given but the DataFrame has {X.shape[1]} feature columns")
+    return write_dataset(target, X, labels, overwrite=overwrite, progress=progress, source="<DataFrame>",
+                         attrs={**cols.attrs(), "source_format": "frame"}, **common)
+
+
+def _stage_table(fmt, source, y, work, label_column, dtype, progress) -> tuple[RowSource, str, dict[str, Any]]:
+    """A Dask DataFrame or a Parquet file staged under ``work``: rows, source name, attributes."""
+    if fmt == "parquet":
+        if not _is_path(source):
+            raise TypeError(f"format 'parquet' needs a file or folder path, got {type(source).__name__}")
+        if y is not None:
+            raise ValueError(f"{source}: a Parquet file carries its labels: pass label_column, not y")
+        rows, extra = stage_parquet(str(source), label_column, work / "staging", dtype, progress)
+        return rows, str(source), extra
+    frame, labels = _frame_and_labels(source, y)
+    cols = table_columns(list(frame.columns), label_column, labels is not None, "the DataFrame")
+    rows, extra = stage_dask_frame(frame, labels, cols, work / "staging", dtype, progress)
+    return rows, "<dask DataFrame>", {**extra, **cols.attrs()}
 
 
 def ingest(
@@ -355,7 +232,7 @@ def ingest(
     chunk_rows: int | None = None,
     chunk_bytes: int | None = None,
     dtype="float32",
-    label_column: int | str = 0,
+    label_column: int | str | None = None,
     header: bool | str = "auto",
     delimiter: str | None = None,
     block_bytes: int | None = None,
@@ -367,19 +244,26 @@ def ingest(
 
     Parameters
     ----------
-    source : path, (X, y) or (X_path, y_path)
-        A LIBSVM / svmlight file, a CSV file, an ``.npy`` file of X (labels
-        via ``y=``), a pair of ``.npy`` paths, or a pair ``(X, y)`` of numpy /
-        scipy.sparse / Dask arrays.  Text files may be gzip, xz or bzip2
-        compressed (recognised by their content).
+    source : path, DataFrame, (X, y) or (X_path, y_path)
+        A LIBSVM / svmlight file, a CSV file, a Parquet file or a folder of
+        them (``pip install 'dsvm[parquet]'``), an ``.npy`` file of X (labels
+        via ``y=``), a pair of ``.npy`` paths, a pair ``(X, y)`` of numpy /
+        scipy.sparse / Dask arrays, or a pandas or Dask DataFrame (see
+        :mod:`dsvm.io.frames`: a Dask DataFrame is staged partition by
+        partition on the workers, never collected here).  Text files may be
+        gzip, xz or bzip2 compressed (recognised by their content).  Labels
+        may be numbers or class names (strings, see :mod:`dsvm.io.labels`).
     target : path
-        Directory of the new dataset (a zarr v3 group, see :mod:`dsvm.io.layout`).
-    format : {"libsvm", "csv", "npy"}, optional
+        Directory of the new dataset (a zarr v3 group, see :mod:`dsvm.io.layout`):
+        a local (or mounted) path; a URL target is refused (``ValueError``,
+        see :mod:`dsvm.io.replace`), while :func:`open_dataset` reads URLs.
+    format : {"libsvm", "csv", "npy", "parquet"}, optional
         Default: from the file name (``.libsvm``/``.svm``/``.svmlight``,
-        ``.csv``/``.tsv``, ``.npy``, compression suffixes ignored), else from
-        the first line.
+        ``.csv``/``.tsv``, ``.npy``, ``.parquet``/``.parq``/``.pq``, a folder
+        is Parquet; compression suffixes ignored), else from the content.
     y : path or array, optional
-        Labels of an ``.npy`` X.
+        Labels of an ``.npy`` X, or of a DataFrame (a Series; a Dask Series
+        with the same partitions for a Dask DataFrame).
     n_features : int, optional
         LIBSVM: number of features (a test file may not use the last one);
         default the largest index found.  An index beyond it is an error.
@@ -396,13 +280,19 @@ def ingest(
         Rows per chunk, or target bytes per chunk (default 64 MiB).
     dtype : {"float32", "float64"}
         dtype of the stored values.
-    label_column : int or str
-        CSV: column of the label (index, negative from the end, or header name).
+    label_column : int, str or None
+        CSV, Parquet and DataFrames: the label column, by position (negative
+        from the end) or by name (a CSV needs a header for names).  Default:
+        column 0 for CSV (LIBSVM's convention); a Parquet file or DataFrame
+        must name it (or a DataFrame's labels come as ``y``).  A float label
+        column with many distinct non-integer values draws a warning: it looks
+        continuous, like a regression target or the wrong column.
     header : {"auto", True, False}
-        CSV: whether the first line holds column names (``"auto"``: if it is
-        not all numbers).
+        CSV: whether the first line holds column names (``"auto"``: only when
+        no field of it could be data).  The names become ``feature_names``.
     delimiter : str, optional
-        CSV field separator (default ``","``, ``"\\t"`` for ``.tsv``).
+        CSV field separator, one character (default ``","``, tab for
+        ``.tsv``; ``"\\t"`` and ``"tab"`` also mean tab).
     block_bytes : int, optional
         Bytes of text parsed per task (default: the file split into about
         four blocks per core, each between 1 MiB and 16 MiB).
@@ -471,9 +361,13 @@ def ingest(
     fmt = _resolve_format(source, format, y)
     if y is not None and fmt in ("libsvm", "csv"):
         raise ValueError(f"{source}: y (--labels) is for .npy sources; a {fmt} file carries its own labels")
-    check_target(target, overwrite)
+    target = check_target(target, overwrite)
     common = {"dense": dense, "chunk_rows": chunk_rows, "chunk_bytes": chunk_bytes, "dtype": dtype}
 
+    if fmt == "frame":
+        ds = _ingest_pandas(source, y, target, label_column, n_features, overwrite, progress, common)
+        _warn_if_continuous(ds)
+        return ds
     if fmt == "array":
         if not isinstance(source, (tuple, list)) or len(source) != 2:
             if y is None:
@@ -489,11 +383,11 @@ def ingest(
     with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
         claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         rows: RowSource
+        extra: dict[str, Any]
         if fmt == "npy":
-            rows, src_name = _npy_source(source, y)
-            if n_features is not None and rows.n_features != n_features:
-                raise ValueError(f"n_features={n_features} given but X has {rows.n_features} columns")
-            extra: dict[str, Any] = {}
+            rows, src_name, extra = _npy_source(source, y)
+        elif fmt in ("parquet", "dask-frame"):
+            rows, src_name, extra = _stage_table(fmt, source, y, work, label_column, dtype, progress)
         else:
             if not _is_path(source):
                 raise TypeError(f"format {fmt!r} needs a file path, got {type(source).__name__}")
@@ -507,12 +401,13 @@ def ingest(
                     block_bytes=block_bytes, progress=progress,
                 )
             else:
-                if delimiter is None:
-                    delimiter = "\t" if ".tsv" in Path(path).suffixes else ","
-                rows, extra = _ingest_csv(
+                rows, extra = ingest_csv(
                     path, work, label_column=label_column, header=header, delimiter=delimiter, dtype=dtype,
                     block_bytes=block_bytes, progress=progress, n_features=n_features,
                 )
+        if n_features is not None and rows.n_features != n_features:
+            raise ValueError(f"n_features={n_features} given but {Path(src_name).name} has {rows.n_features} "
+                             "feature columns")
         if rows.n_rows == 0:
             raise InputFileError(f"{src_name}: the file holds no rows of data (there are no rows to write)")
         attrs = {"source": Path(src_name).name, "source_format": fmt, **extra}
@@ -523,4 +418,12 @@ def ingest(
         "ingested %s (%s): %d rows x %d features in %.2f s",
         src_name, fmt, ds.n_samples, ds.n_features, time.perf_counter() - started,
     )
+    if fmt in TABULAR:
+        _warn_if_continuous(ds)
     return ds
+
+
+def _warn_if_continuous(ds) -> None:
+    column = ds.attrs.get("label_column")
+    where = f"{ds.attrs.get('source')}: " + (f"label column {column!r}" if column is not None else "the labels")
+    warn_if_continuous(ds.classes, where, stacklevel=4)

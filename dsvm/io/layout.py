@@ -28,7 +28,11 @@ Group attributes (JSON):
 
 =================  ==========================================================
 format             ``"dsvm-dataset"``
-format_version     ``2`` (``1``: without ``checksums`` and ``seal``, still read)
+format_version     ``3`` for a dataset with string labels (``class_names``:
+                   an older reader must not take the codes in ``y`` for the
+                   labels; its seal also covers ``class_names`` and
+                   ``feature_names``), else ``2``, which older dsvm versions
+                   read too (``1``: without ``checksums`` and ``seal``, still read)
 n_samples          number of rows
 n_features         number of columns
 nnz                stored entries of X (``n_samples * n_features`` if dense)
@@ -40,6 +44,12 @@ index_dtype        dtype of ``X/indices`` (sparse only)
 y_dtype            ``"float64"`` or ``"int64"``
 classes            sorted list of the distinct labels in y
 class_counts       number of rows of each class, same order
+class_names        only for string labels: the sorted distinct label texts;
+                   ``y`` then stores the code ``i`` of ``class_names[i]``
+                   and ``classes`` is ``[0, 1, ..., len(class_names) - 1]``
+                   (readers decode ``y`` back to the texts)
+feature_names      optional: the column names of X (CSV header, Parquet or
+                   DataFrame columns), one string per feature
 source             where the data came from (file name, ``"<array>"``, ...)
 source_format      ``"libsvm"``, ``"csv"``, ``"npy"``, ``"array"`` or ``"synthetic"``
 zero_based         LIBSVM only: whether the file's indices were 0-based
@@ -94,7 +104,7 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 from ..exceptions import InvalidDatasetError
 
 FORMAT_NAME = "dsvm-dataset"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # the newest version this dsvm reads and writes
 SPARSE_LAYOUT = "csr-row-chunks"
 INT_LABEL_FILL = np.iinfo(np.int64).min
 
@@ -118,6 +128,8 @@ SEALED_ATTRS = (
     "format", "format_version", "uuid", "n_samples", "n_features", "nnz", "sparse", "chunk_rows", "n_chunks",
     "dtype", "index_dtype", "y_dtype", "classes", "class_counts", "zero_based", "checksums",
 )
+# sealed from format version 3 on (a version-2 seal was computed without them)
+SEALED_FROM_V3 = ("class_names", "feature_names")
 
 
 def chunk_checksum(index: int, *parts: np.ndarray) -> int:
@@ -134,9 +146,22 @@ def chunk_checksum(index: int, *parts: np.ndarray) -> int:
     return int(crc)
 
 
+def format_version_for(attrs: Mapping[str, Any]) -> int:
+    """The format version a dataset with these attributes is written as: 3 only where version 2 would be
+    misread (string labels stored as codes), so that other datasets stay readable by older versions."""
+    return FORMAT_VERSION if "class_names" in attrs else 2
+
+
+def sealed_attrs(format_version: Any) -> tuple[str, ...]:
+    """The attributes the seal of a dataset of ``format_version`` covers."""
+    newer = isinstance(format_version, int) and format_version >= 3
+    return SEALED_ATTRS + (SEALED_FROM_V3 if newer else ())
+
+
 def seal_of(attrs: Mapping[str, Any]) -> int:
-    """CRC-32C of the canonical JSON of the :data:`SEALED_ATTRS` in ``attrs``."""
-    doc = json.dumps({k: attrs.get(k) for k in SEALED_ATTRS}, sort_keys=True, separators=(",", ":"))
+    """CRC-32C of the canonical JSON of the sealed attributes (:func:`sealed_attrs`) in ``attrs``."""
+    keys = sealed_attrs(attrs.get("format_version"))
+    doc = json.dumps({k: attrs.get(k) for k in keys}, sort_keys=True, separators=(",", ":"))
     return int(google_crc32c.value(doc.encode("utf-8")))
 
 
@@ -265,6 +290,7 @@ def check_attrs(path: str, attrs: Mapping[str, Any]) -> None:
     if attrs["dtype"] not in ("float32", "float64") or attrs["y_dtype"] not in ("float64", "int64"):
         raise InvalidDatasetError(f"{path}: unsupported dtype {attrs['dtype']!r} / y_dtype {attrs['y_dtype']!r}")
     _check_classes(path, attrs)
+    _check_names(path, attrs)
     if attrs["format_version"] >= 2:
         _check_checksums(path, attrs)
 
@@ -295,6 +321,28 @@ def _check_classes(path: str, attrs: Mapping[str, Any]) -> None:
         )
 
 
+def _check_names(path: str, attrs: Mapping[str, Any]) -> None:
+    """``class_names``: sorted distinct strings, one per code in ``classes``; ``feature_names``: one string per column."""
+    names = attrs.get("class_names")
+    if names is not None and attrs["format_version"] < 3:
+        raise InvalidDatasetError(f"{path}: dataset attribute 'class_names' in a version-{attrs['format_version']} "
+                                  "dataset (the attributes were edited or damaged)")
+    if names is not None:
+        n_classes = len(attrs["classes"])
+        if (not isinstance(names, list) or not all(isinstance(c, str) for c in names)
+                or any(b <= a for a, b in zip(names, names[1:]))):
+            raise InvalidDatasetError(f"{path}: dataset attribute 'class_names' must be sorted distinct strings")
+        if attrs["y_dtype"] != "int64" or attrs["classes"] != list(range(n_classes)) or len(names) != n_classes:
+            raise InvalidDatasetError(
+                f"{path}: dataset attribute 'class_names' lists {len(names)} labels but y holds codes "
+                f"{attrs['classes'][:10]} of dtype {attrs['y_dtype']}; the attributes were edited or damaged")
+    features = attrs.get("feature_names")
+    if features is not None and (not isinstance(features, list) or len(features) != attrs["n_features"]
+                                 or not all(isinstance(f, str) for f in features)):
+        raise InvalidDatasetError(f"{path}: dataset attribute 'feature_names' must hold one string per feature "
+                                  f"({attrs['n_features']})")
+
+
 def _check_checksums(path: str, attrs: Mapping[str, Any]) -> None:
     sums = attrs.get("checksums")
     n_chunks = attrs["n_chunks"]
@@ -314,6 +362,7 @@ def check_seal(path: str, attrs: Mapping[str, Any]) -> None:
         return
     raise InvalidDatasetError(
         f"{path}: the dataset's attributes were changed after it was written (they no longer match their seal; "
-        f"the sealed ones are {', '.join(k for k in SEALED_ATTRS if k in attrs)}); write the dataset again with "
+        f"the sealed ones are {', '.join(k for k in sealed_attrs(attrs['format_version']) if k in attrs)}); "
+        "write the dataset again with "
         "dsvm.io.ingest() instead of editing them"
     )

@@ -18,7 +18,13 @@ system) and moves it into place only when it is complete, so
   a symbolic link included, is refused with :class:`NotDsvmOutputError`
   naming the path and the reason;
 - a full disk ends in :class:`~dsvm.exceptions.DiskFullError` naming the
-  target and, where known, the space needed.
+  target and, where known, the space needed;
+- a URL target (``memory://``, ``s3://``, ...) is refused with a one-line
+  ``ValueError`` (``file://`` URLs are local paths): fsspec stores have no
+  atomic rename and no exclusive create, so neither "an old output survives a
+  failed write" nor "only dsvm's own outputs are replaced" could be kept.
+  Outputs are written to a local or mounted folder; readers such as
+  :func:`dsvm.io.open_dataset` do accept URLs.
 
 Report folders (a pipeline's ``output``, a CV report) are not replaced but
 written into (:mod:`dsvm.app.report_files`); each file in them goes through
@@ -33,6 +39,8 @@ import os
 import shutil
 import stat
 import tempfile
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -44,7 +52,7 @@ from ..exceptions import DiskFullError, NotDsvmOutputError, disk_full_error, is_
 logger = logging.getLogger(__name__)
 
 __all__ = ["NotDsvmOutputError", "Staged", "replacing", "write_file", "check_replaceable", "create_exclusive",
-           "regular_file_problem", "TMP_SUFFIX", "Recogniser"]
+           "regular_file_problem", "local_target", "TMP_SUFFIX", "Recogniser"]
 
 TMP_SUFFIX = ".dsvm-tmp"
 # ours(path) -> None when ``path`` is an output dsvm wrote, else why it is not (a short phrase)
@@ -66,6 +74,27 @@ def regular_file_problem(path: Path) -> str | None:
     return None
 
 
+def local_target(target: str | os.PathLike) -> Path:
+    """``target`` as an absolute local path; ``file://`` URLs are local paths, any other URL is refused.
+
+    Raises
+    ------
+    ValueError
+        For a URL with another scheme (see the module docstring for why).
+    """
+    text = os.fspath(target)
+    if isinstance(text, str) and "://" in text:
+        parsed = urllib.parse.urlsplit(text)
+        if parsed.scheme != "file":
+            raise ValueError(
+                f"{text}: dsvm writes outputs to local or mounted folders only; a {parsed.scheme}:// target cannot "
+                "keep the guarantees of a write (an old output intact after a failure, only dsvm's own outputs "
+                "replaced), which need an atomic rename that fsspec stores lack. Write it to a local path and copy "
+                "it there (readers such as open_dataset accept URLs)")
+        text = urllib.request.url2pathname(parsed.path)
+    return Path(text).expanduser().absolute()
+
+
 def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
@@ -78,7 +107,7 @@ def check_replaceable(target: str | os.PathLike, overwrite: bool, ours: Recognis
     NotDsvmOutputError
         ``target`` exists and ``overwrite`` is False, or it is not a ``what`` dsvm wrote.
     """
-    path = Path(target).expanduser().absolute()
+    path = local_target(target)
     if not _exists(path):
         return path
     reason = ours(path)
@@ -194,4 +223,4 @@ def write_file(target: str | os.PathLike, write: Callable[[BinaryIO], None], *, 
             write(f)
             f.flush()
             os.fsync(f.fileno())
-    return Path(target).expanduser().absolute()
+    return local_target(target)

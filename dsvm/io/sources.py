@@ -23,21 +23,25 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import InputFileError
+from .label_text import label_texts
 
 __all__ = ["RowSource", "ArraySource", "NpySource", "StagedSource", "Part", "save_part", "label_dtype"]
 
 
 def label_dtype(y: np.ndarray) -> np.dtype:
-    """Storage dtype of labels: int64 for integer / bool labels, float64 for floats."""
+    """Storage dtype of numeric labels: int64 for integer / bool labels, float64 for floats.
+
+    Labels that are not numbers are stored as codes of class names
+    (:mod:`dsvm.io.labels`); a source holding them reports int64, the codes' dtype.
+    """
     kind = np.asarray(y).dtype.kind
     if kind in "biu":
         return np.dtype(np.int64)
     if kind == "f":
         return np.dtype(np.float64)
-    raise TypeError(
-        f"labels must be numbers, got dtype {np.asarray(y).dtype}; encode them first "
-        "(e.g. sklearn.preprocessing.LabelEncoder)"
-    )
+    if kind in "UO":
+        return np.dtype(np.int64)
+    raise TypeError(f"labels of dtype {np.asarray(y).dtype} are neither numbers nor class names (strings)")
 
 
 class RowSource:
@@ -130,11 +134,8 @@ class NpySource(RowSource):
                 f"{where}: labels must be 1-dimensional with {self.n_rows} entries (one per row of X), "
                 f"got shape {y_arr.shape}"
             )
-        if y_arr.dtype.kind not in "biuf":
-            raise InputFileError(
-                f"{where}: labels of dtype {y_arr.dtype} are not numbers; a dataset stores numeric labels: "
-                "encode them first (e.g. sklearn.preprocessing.LabelEncoder, keeping its classes_ to decode predictions)"
-            )
+        if y_arr.dtype.kind not in "biufU" and not (self.y is not None and y_arr.dtype.kind == "O"):
+            raise InputFileError(f"{where}: labels of dtype {y_arr.dtype} are neither numbers nor strings")
         self.y_dtype = label_dtype(y_arr)
 
     def read(self, start, stop):
@@ -221,6 +222,8 @@ class StagedSource(RowSource):
             pieces.append(X)
             labels.append(y)
             k += 1
+        if len({lab.dtype.kind == "U" for lab in labels}) > 1:  # class names: numbers among them as their texts
+            labels = [label_texts(lab) for lab in labels]
         y = np.concatenate(labels) if labels else np.zeros(0, self.y_dtype)
         if self.sparse:
             return self._csr(pieces, stop - start), y

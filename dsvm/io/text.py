@@ -187,7 +187,7 @@ def _strip_compression_suffix(name: str) -> str:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """``"libsvm"``, ``"csv"`` or ``"npy"`` from the file name, else from the content."""
+    """``"libsvm"``, ``"csv"``, ``"npy"`` or ``"parquet"`` from the file name, else from the content."""
     name = _strip_compression_suffix(Path(path).name).lower()
     suffix = Path(name).suffix
     if suffix == ".npy":
@@ -196,10 +196,14 @@ def detect_format(path: str | os.PathLike) -> str:
         return "csv"
     if suffix in (".libsvm", ".svm", ".svmlight", ".svml"):
         return "libsvm"
+    if suffix in (".parquet", ".parq", ".pq"):
+        return "parquet"
     with open_binary(path) as f:
         head = f.read(64 * 1024)
     if head.startswith(b"\x93NUMPY"):
         return "npy"
+    if head.startswith(b"PAR1"):
+        return "parquet"
     for line in head.split(b"\n")[:50]:
         body = line.split(b"#", 1)[0].strip()
         if not body:
@@ -212,5 +216,5 @@ def detect_format(path: str | os.PathLike) -> str:
             continue  # a label-only line: look further
         break
     raise ValueError(
-        f"cannot tell the format of {path}; pass format='libsvm', 'csv' or 'npy'"
+        f"cannot tell the format of {path}; pass format='libsvm', 'csv', 'npy' or 'parquet'"
     )

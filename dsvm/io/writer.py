@@ -39,6 +39,7 @@ from .. import config
 from ..blocks import claim_folder, is_dask_array
 from ..exceptions import disk_full_names
 from .atomic import atomic_target
+from .replace import local_target
 from .dataset import open_dataset
 from .layout import (
     INT_LABEL_FILL,
@@ -46,12 +47,14 @@ from .layout import (
     chunk_bounds,
     chunk_checksum,
     create_layout,
+    format_version_for,
     n_chunks_for,
     seal_of,
     to_json_scalar,
     write_attrs,
 )
 from .progress import ProgressBar, compute_tasks
+from .labels import block_labels, is_numeric_labels, storable_labels, with_class_names
 from .sources import ArraySource, Part, RowSource, StagedSource, label_dtype, save_part
 
 logger = logging.getLogger(__name__)
@@ -305,6 +308,7 @@ def write_source(
     if not store_dense:
         final["index_dtype"] = index_dtype.name
     final.update(attrs or {})
+    final["format_version"] = format_version_for(final)
     final["checksums"] = {"X": [r[2] for r in results], "y": [r[3] for r in results]}
     final["seal"] = seal_of(final)
     write_attrs(root, final)
@@ -316,7 +320,8 @@ def write_source(
 
 
 # Dask inputs -------------------------------------------------------------------
-def _stage_block(X, y, prefix: str, dtype: str) -> Part:
+def _stage_block(X, y, prefix: str, dtype: str) -> tuple[Part, dict]:
+    """One Dask block saved as a staging part, and what its labels are (:func:`dsvm.io.labels.block_labels`)."""
     dtype = np.dtype(dtype)
     y = np.asarray(y)
     if np.shape(y) != (X.shape[0],):
@@ -331,11 +336,16 @@ def _stage_block(X, y, prefix: str, dtype: str) -> Part:
             if X.dtype.kind not in "biuf":
                 raise TypeError(f"X must be numeric, got dtype {X.dtype}")
             X = X.astype(dtype, copy=False)
-    return save_part(prefix, X, y)
+    y = storable_labels(y)
+    return save_part(prefix, X, y), block_labels(y)
 
 
-def stage_dask_arrays(X, y, staging: Path, dtype, progress: bool = False) -> StagedSource:
-    """Compute the blocks of Dask ``X`` (and ``y``) into staging parts, in parallel."""
+def stage_dask_arrays(X, y, staging: Path, dtype, progress: bool = False) -> tuple[RowSource, dict[str, Any]]:
+    """Compute the blocks of Dask ``X`` (and ``y``) into staging parts, in parallel.
+
+    Returns the rows as a source to write and the attributes of their labels
+    (``class_names`` for labels that are not numbers, see :mod:`dsvm.io.labels`).
+    """
 
     if X.ndim != 2 or math.isnan(X.shape[1]):
         raise ValueError(f"X must be 2-dimensional with a known number of columns, got shape {X.shape}")
@@ -361,8 +371,9 @@ def stage_dask_arrays(X, y, staging: Path, dtype, progress: bool = False) -> Sta
         _task(_stage_block)(xb[k], yb[k], str(staging / f"part-{k:06d}"), np.dtype(dtype).str)
         for k in range(len(xb))
     ]
-    parts = compute_tasks(tasks, bar=ProgressBar(len(tasks), "stage", unit="blocks", enabled=progress))
-    return StagedSource(parts, n_features=int(X.shape[1]), y_dtype=y_dtype)
+    results = compute_tasks(tasks, bar=ProgressBar(len(tasks), "stage", unit="blocks", enabled=progress))
+    staged = StagedSource([r[0] for r in results], n_features=int(X.shape[1]), y_dtype=y_dtype)
+    return with_class_names(staged, [r[1] for r in results], "y")
 
 
 def write_dataset(
@@ -389,7 +400,8 @@ def write_dataset(
         ``(n_samples, n_features)`` numeric data; Dask blocks may be numpy or
         scipy.sparse.
     y : array-like or dask.array.Array
-        ``(n_samples,)`` numeric labels (encode strings first).
+        ``(n_samples,)`` labels: numbers, or class names (strings), stored as
+        described in :mod:`dsvm.io.labels`.
     dense : bool, optional
         Storage layout; ``None`` applies the rule of :mod:`dsvm.io.writer`.
     chunk_rows, chunk_bytes : int, optional
@@ -411,15 +423,19 @@ def write_dataset(
     """
 
     check_dtype(dtype)
+    target = local_target(target)
     extra = {"source": source or "<array>", "source_format": "array"}
     extra.update(attrs or {})
     with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
         claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         if is_dask_array(X) or is_dask_array(y):
             Xd = X if is_dask_array(X) else da.from_array(X, chunks=(max(1, X.shape[0]), X.shape[1]))
-            rows_source: RowSource = stage_dask_arrays(Xd, y, work / "staging", dtype, progress)
+            rows_source, label_attrs = stage_dask_arrays(Xd, y, work / "staging", dtype, progress)
         else:
-            rows_source = ArraySource(X, y)
+            rows_source, label_attrs = ArraySource(X, y), {}
+            if not is_numeric_labels(y):
+                rows_source, label_attrs = with_class_names(rows_source, [block_labels(y)], "y")
+        extra.update(label_attrs)
         space.bytes = stored_bytes_bound(rows_source, dtype)
         write_source(
             rows_source,

@@ -182,7 +182,9 @@ class NystroemSVCCV(ClassifierMixin, BaseEstimator):
     feature matrix between grid points and folds and warm-starts the ``C``
     path (see :mod:`dsvm.model_selection`).  The one difference in what is computed: a
     fold model uses the landmarks (and Nyström map) of *all* rows, where
-    ``GridSearchCV`` would draw them from the fold's training rows.
+    ``GridSearchCV`` would draw them from the fold's training rows; so does
+    the ``scale`` step, whose statistics come from all rows (it is not a
+    searchable parameter).
 
     Parameters
     ----------
@@ -207,9 +209,9 @@ class NystroemSVCCV(ClassifierMixin, BaseEstimator):
         every (gamma, k); ``None`` or 1 solves them one after another.
     kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian, tol, max_iter, \
 fit_intercept, class_weight, probability, dtype, eig_rtol, kmeans_iter, feature_store, block_rows, \
-solver_options, random_state
+solver_options, random_state, scale
         Parameters of every :class:`~dsvm.NystroemSVC` fitted; those named in
-        ``param_grid`` are searched.  ``probability`` only affects the refit
+        ``param_grid`` are searched (all but ``scale``).  ``probability`` only affects the refit
         ``best_estimator_``.  ``landmarks`` is ``"uniform"`` or ``"kmeans"``
         (:data:`SEARCH_LANDMARKS`).
 
@@ -267,6 +269,7 @@ solver_options, random_state
         solver_options=None,
         checkpoint=None,
         random_state=None,
+        scale=None,
     ):
         self.param_grid = param_grid
         self.cv = cv
@@ -296,6 +299,7 @@ solver_options, random_state
         self.solver_options = solver_options
         self.checkpoint = checkpoint
         self.random_state = random_state
+        self.scale = scale
 
     # ------------------------------------------------------------------ helpers
     def _base_estimator(self) -> NystroemSVC:
@@ -311,6 +315,9 @@ solver_options, random_state
             if not isinstance(g, dict):
                 raise ValueError(f"param_grid must be a dict or a list of dicts, got {self.param_grid!r}")
             unknown = set(g) - allowed
+            if "scale" in g:
+                raise ValueError("param_grid cannot search 'scale': the search scales all rows once; set "
+                                 "NystroemSVCCV(scale=...), or use GridSearchCV(NystroemSVC(), ...) to compare scalings")
             if unknown:
                 raise ValueError(
                     f"param_grid names {sorted(unknown)} which are not NystroemSVC parameters "

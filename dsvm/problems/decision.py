@@ -23,17 +23,22 @@ def decisions(F: np.ndarray, coef: np.ndarray, intercept: np.ndarray) -> np.ndar
 
 
 def decision_block(X_block, fmap, coef: np.ndarray, intercept: np.ndarray, check_finite: bool = True,
-                   offset: int = 0) -> np.ndarray:
-    """Decision values of one block of input rows (NaN or infinity named by row when ``check_finite``)."""
+                   scaling=None, offset: int = 0) -> np.ndarray:
+    """Decision values of one block of input rows (NaN or infinity named by row when ``check_finite``),
+    scaled first by a fitted :class:`~dsvm.approx.Scaling` if one is given."""
     if check_finite:
         check_finite_block(X_block, offset)
+    if scaling is not None:
+        X_block = scaling.transform_block(X_block)
     return decisions(fmap.transform_block(X_block), coef, intercept)
 
 
-def decision_blocks(X: RowBlocks, fmap, coef: np.ndarray, intercept: np.ndarray, check_finite: bool = True) -> RowBlocks:
-    """Decision values ``F(X) coefᵀ + intercept`` block by block, shape (n, n_problems)."""
+def decision_blocks(X: RowBlocks, fmap, coef: np.ndarray, intercept: np.ndarray, check_finite: bool = True,
+                    scaling=None) -> RowBlocks:
+    """Decision values ``F(scaling(X)) coefᵀ + intercept`` block by block, shape (n, n_problems); lazy on Dask."""
     return X.map_blocks(
-        decision_block, coef.shape[0], np.float64, shared=(fmap, coef, intercept, check_finite), with_offset=True
+        decision_block, coef.shape[0], np.float64, shared=(fmap, coef, intercept, check_finite, scaling),
+        with_offset=True,
     )
 
 

@@ -1,7 +1,7 @@
 """The estimators: :class:`NystroemSVC`, :class:`NystroemSVR` (LA-SN) and :class:`PegasosSVC` (kernelized
 Pegasos on the exact kernel), with what they share — input checks, the fit (landmarks, feature stage,
 one solve per problem through :func:`dsvm.solvers.solve`), Platt calibration, checkpoints, model
-files and evaluation."""
+files, evaluation, and the export to scikit-learn and ONNX."""
 
 from ..exceptions import CheckpointMismatchError, ModelFileError
 from .base import (
@@ -9,8 +9,11 @@ from .base import (
     FitInput,
     NystroemBase,
     block_rows_for,
+    check_dataset_input,
+    check_feature_names,
     check_index_base,
     check_params,
+    model_decision_blocks,
     model_decisions,
     param_names,
     prediction_input,
@@ -27,6 +30,7 @@ from .checkpoint import (
     remove_checkpoint,
 )
 from .classifier import NystroemSVC, fit_classifier
+from .export import sklearn_nystroem, sklearn_scaler, to_sklearn
 from .fitting import fit_problems, problem_stats, solve_with, warn_if_not_converged
 from .kernel_pegasos import PegasosSVC
 from .labels import (
@@ -41,14 +45,17 @@ from .labels import (
 )
 from .metrics import SCORINGS, class_scores, evaluate, regression_scores, regression_sums, score_from_confusion
 from .model_files import load_model, model_file_problem, save_model
+from .onnx_export import export_onnx, onnx_file_problem, to_onnx
 from .regressor import NystroemSVR
 from .warm_start import WARM_START_OPTIONS, subsample_problem, subsample_size, warm_start_problem, warm_start_rows
 
 __all__ = [
     "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier",
     "save_model", "load_model", "model_file_problem", "ModelFileError", "CheckpointMismatchError",
+    "to_sklearn", "sklearn_scaler", "sklearn_nystroem", "to_onnx", "export_onnx", "onnx_file_problem",
     "evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores",
     "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input", "model_decisions",
+    "model_decision_blocks", "check_feature_names", "check_dataset_input",
     "unpack_dataset", "check_index_base", "BLOCK_BYTES", "block_rows_for",
     "fit_problems", "solve_with", "warn_if_not_converged", "problem_stats",
     "encode_codes", "encode_labels", "check_labels", "check_classes", "class_weights", "check_sample_weight_blocks",

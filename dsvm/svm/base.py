@@ -19,14 +19,16 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ..approx import check_kernel_params
+from ..approx import check_kernel_params, check_scale, fit_scaling
 from ..blocks import (
     RowBlocks,
     aligned_vector,
     as_row_blocks,
     check_dask_X,
     cluster_memory,
+    dask_frame_input,
     is_dask_array,
+    is_dask_frame,
     lazy_result,
     task_sized_blocks,
 )
@@ -34,11 +36,14 @@ from ..checks import check_n_rows, check_positive, check_positive_int
 from ..options import FEATURE_STORES, HESSIANS, LANDMARK_METHODS, SOLVERS
 from ..problems import decision_blocks
 from ..solvers import REGISTRY
+from .export import to_sklearn
+from .onnx_export import to_onnx
 from .warm_start import WARM_START_OPTIONS
 
 __all__ = ["NystroemBase", "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input",
-           "model_decisions", "BLOCK_BYTES", "block_rows_for", "unpack_dataset", "is_dataset", "dataset_zero_based",
-           "stored_chunk_bytes", "check_index_base"]
+           "model_decisions", "model_decision_blocks", "check_feature_names", "check_dataset_input", "BLOCK_BYTES",
+           "block_rows_for", "unpack_dataset", "is_dataset", "dataset_zero_based", "stored_chunk_bytes",
+           "check_index_base"]
 
 BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-memory input
 # what the tasks of a fit or a prediction import on Dask workers (loaded there before their memory is measured)
@@ -152,6 +157,57 @@ def check_params(est) -> None:
         raise ValueError(f"feature_store={est.feature_store!r} is not supported; choose one of {FEATURE_STORES}")
     if est.block_rows is not None:
         check_positive_int("block_rows", est.block_rows)
+    check_scale(getattr(est, "scale", None))
+
+
+def _dataset_feature_names(X) -> np.ndarray | None:
+    names = getattr(X, "feature_names", None) if is_dataset(X) else None
+    return None if names is None else np.asarray(names, dtype=object)
+
+
+def _set_feature_names(est, names) -> None:
+    """``feature_names_in_`` as scikit-learn keeps it: the column names, or no attribute without names."""
+    if names is None:
+        est.__dict__.pop("feature_names_in_", None)
+    else:
+        est.feature_names_in_ = np.asarray(names, dtype=object)
+
+
+def check_feature_names(model, names, what: str = "X") -> None:
+    """Refuse columns named differently (or in another order) than the model's training columns.
+
+    Unnamed input is accepted (a LIBSVM file, an array): only names that are
+    there and differ show that the columns are not the model's features.
+    """
+    fitted = getattr(model, "feature_names_in_", None)
+    if fitted is None or names is None:
+        return
+    names = np.asarray(names, dtype=object)
+    if names.shape == fitted.shape and np.array_equal(names, fitted):
+        return
+    unseen = [n for n in names if n not in set(fitted)][:5]
+    missing = [n for n in fitted if n not in set(names)][:5]
+    detail = (f"; not seen at fit: {unseen}" if unseen else "") + (f"; missing: {missing}" if missing else "")
+    raise ValueError(f"the feature names of {what} differ from those {type(model).__name__} was fitted with "
+                     f"(or come in another order){detail or '; same names, another order'}")
+
+
+def check_dataset_input(model, X) -> None:
+    """A dataset given to a fitted model: read with the model's LIBSVM indexing base, its columns named as the
+    model's (when both have names)."""
+    check_index_base(model, X)
+    if is_dataset(X):
+        check_feature_names(model, _dataset_feature_names(X), getattr(X, "path", "the dataset"))
+
+
+def _scaled(est, X_rb: RowBlocks, checked: bool, dtype) -> RowBlocks:
+    """``X_rb`` through the estimator's ``scale`` step, fitted here in one pass (sets ``scaling_``)."""
+    kind = getattr(est, "scale", None)
+    if kind is None:
+        est.scaling_ = None
+        return X_rb
+    est.scaling_ = fit_scaling(X_rb, kind, check_finite=not checked)
+    return X_rb.map_blocks(est.scaling_.transform_block, X_rb.n_cols, dtype)
 
 
 @dataclass
@@ -174,12 +230,15 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
     # a LIBSVM dataset's indexing base travels with the model: test files must be read the same way
     est.zero_based_ = dataset_zero_based(X)
     chunk_bytes = stored_chunk_bytes(X)
+    names = _dataset_feature_names(X)
     X, y = unpack_dataset(X, y)
     if y is None:
         raise ValueError(
             f"{type(est).__name__} requires y to be passed, but the target y is None "
             "(or pass a Dataset holding labels)"
         )
+    if is_dask_frame(X):  # rows stay on the cluster: never through __array__
+        X, y, names = dask_frame_input(X, y)
     if is_dask_array(X):
         check_dask_X(X)
         if not is_dask_array(y):
@@ -189,6 +248,7 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
             y = check_y(y)
         check_n_rows(X.shape[0], y)
         est.n_features_in_ = int(X.shape[1])
+        _set_feature_names(est, names)
         # Landmarks, gamma and the feature stage each read X: keep it in the
         # cluster's memory when it is small next to that memory (it is far
         # smaller than F whenever p < k), instead of re-reading the store.
@@ -197,6 +257,7 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
         X_rb = task_sized_blocks(X, min(est.n_components, X.shape[0]), chunk_bytes,
                                  itemsize=np.dtype(est.dtype).itemsize, persisted_bytes=float(X.nbytes) if persist else 0.0,
                                  worker_modules=TASK_MODULES)
+        X_rb = _scaled(est, X_rb, False, X.dtype)
         if X_rb.is_distributed and persist:
             X_rb = X_rb.persist()
         sw = None
@@ -209,6 +270,7 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
     X, y = validate_data(est, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
     y = check_y(y)
     X_rb = as_row_blocks(X, *_block_layout(est, min(est.n_components, X.shape[0])))
+    X_rb = _scaled(est, X_rb, True, X.dtype)
     sw = None
     if sample_weight is not None:
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
@@ -219,9 +281,12 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
 def prediction_input(model, X) -> tuple[RowBlocks, bool]:
     """X checked against a fitted model, as row blocks, and whether its rows were already checked finite."""
     check_is_fitted(model)
-    check_index_base(model, X)
+    check_dataset_input(model, X)
     chunk_bytes = stored_chunk_bytes(X)
     X, _ = unpack_dataset(X)
+    if is_dask_frame(X):
+        X, _, names = dask_frame_input(X)
+        check_feature_names(model, names, "the DataFrame")
     if is_dask_array(X):
         check_dask_X(X)
         if X.shape[1] != model.n_features_in_:
@@ -241,10 +306,17 @@ def prediction_input(model, X) -> tuple[RowBlocks, bool]:
     return as_row_blocks(X, *_block_layout(model, model.coef_.shape[1])), True
 
 
+def model_decision_blocks(model, X_rb: RowBlocks, checked: bool) -> RowBlocks:
+    """Decision values of a fitted model on input rows already checked against it (:func:`prediction_input`):
+    its scaling, then ``F(X) coefᵀ + intercept``, block-wise, shape (n, n_problems)."""
+    return decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked,
+                           scaling=getattr(model, "scaling_", None))
+
+
 def model_decisions(model, X) -> RowBlocks:
     """Decision values ``F(X) coefᵀ + intercept`` of a fitted model, block-wise, shape (n, n_problems)."""
     X_rb, checked = prediction_input(model, X)
-    return decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
+    return model_decision_blocks(model, X_rb, checked)
 
 
 class NystroemBase(BaseEstimator):
@@ -261,6 +333,16 @@ class NystroemBase(BaseEstimator):
     def _decision(self, X):
         """``F(X) coefᵀ + intercept``, shape (n, n_problems); dask for dask input."""
         return lazy_result(model_decisions(self, X))
+
+    def to_sklearn(self):
+        """The equivalent fitted scikit-learn ``Pipeline`` (``[scaler →] Nystroem → LinearSVC | LinearSVR``);
+        see :func:`dsvm.svm.export.to_sklearn`."""
+        return to_sklearn(self)
+
+    def to_onnx(self, dtype="float32", target_opset: int | None = None):
+        """The model as an ONNX graph (an ``onnx.ModelProto``), through skl2onnx; see
+        :func:`dsvm.svm.onnx_export.to_onnx` (``pip install 'dsvm[onnx]'``)."""
+        return to_onnx(self, dtype=dtype, target_opset=target_opset)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -15,7 +15,7 @@ from ..blocks import aligned_vector, is_dask_array, lazy_result
 from ..checks import check_n_rows, resolve_seed
 from ..problems import SquaredHingeOperator, labels_from_decision
 from ..signals import sigterm_cleanup
-from .base import NystroemBase, check_index_base, model_decisions, unpack_dataset
+from .base import NystroemBase, check_dataset_input, model_decisions, unpack_dataset
 from .calibration import PlattCalibration, proba_block
 from .fitting import fit_problems
 from .labels import check_sample_weight_blocks, class_weights, prepare_classification
@@ -137,6 +137,15 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Newton iteration and resume from it when fitting again (see
         :mod:`dsvm.svm.checkpoint`); removed once the fit completes.
     random_state : int, RandomState or None, default=None
+    scale : {None, "standard", "minmax", "maxabs"}, default=None
+        Scale every feature before the kernel, as scikit-learn's
+        ``StandardScaler`` / ``MinMaxScaler`` / ``MaxAbsScaler`` would (RBF
+        kernels need features on one scale).  The statistics are fitted in
+        one pass over the training rows (out of core, block by block), kept
+        in the model (``scaling_``, saved in model files) and applied to
+        every row at prediction.  Sparse input is not centred by
+        ``"standard"`` (``with_mean=False``); ``"minmax"`` refuses sparse
+        input whose zeros it would move.  See :mod:`dsvm.approx.scaling`.
 
     Attributes
     ----------
@@ -162,6 +171,13 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Per problem: iterations, passes over the data, seconds, stop reason;
         plus the timings of the landmark and feature stages (and, with
         ``probability=True``, ``"calibration"``).
+    scaling_ : dsvm.approx.Scaling or None
+        The fitted scaling (``scale``): its ``stats`` carry scikit-learn's
+        attribute names (``mean_``, ``var_``, ``scale_``, ...).
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when the training data had string column
+        names (a pandas or Dask DataFrame, or a dataset from a CSV header,
+        Parquet or a DataFrame).  Input with other names is refused.
     zero_based_ : bool or None
         Whether the LIBSVM file of the training dataset numbered its features
         from 0; None when the training data was not a dataset ingested from a
@@ -193,6 +209,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         solver_options=None,
         checkpoint=None,
         random_state=None,
+        scale=None,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -216,6 +233,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         self.solver_options = solver_options
         self.checkpoint = checkpoint
         self.random_state = random_state
+        self.scale = scale
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the model.
@@ -286,7 +304,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     def score(self, X, y=None, sample_weight=None):
         """Mean accuracy; for dask input computed block-wise (one pass)."""
         if y is None:
-            check_index_base(self, X)
+            check_dataset_input(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
             dec = model_decisions(self, X)

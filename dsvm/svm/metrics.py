@@ -10,8 +10,8 @@ import numpy as np
 
 from ..blocks import aligned_vector
 from ..checks import check_n_rows
-from ..problems import decision_blocks, predicted_codes
-from .base import prediction_input, unpack_dataset
+from ..problems import predicted_codes
+from .base import model_decision_blocks, prediction_input, unpack_dataset
 from .labels import encode_codes
 
 __all__ = ["evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores"]
@@ -116,7 +116,7 @@ def evaluate(model, X, y=None) -> dict[str, Any]:
     """
     X_rb, checked, y_rb = _checked_input(model, X, y)
     t0 = time.perf_counter()
-    dec = decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked)
+    dec = model_decision_blocks(model, X_rb, checked)
     if not hasattr(model, "classes_"):
         sums = dec.map_reduce(regression_sums, aligned=(y_rb,))
         return {**regression_scores(sums), "n_test": int(sums[4]), "predict_seconds": time.perf_counter() - t0}

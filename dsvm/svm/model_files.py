@@ -11,6 +11,16 @@ UTF-8 JSON document::
 
 (``NystroemSVR`` files have no classes and ``"classes_kind": null``).
 
+Optional members, absent from files written before they existed (such files
+load as before): ``feature_names`` (strings, one per feature: the model's
+``feature_names_in_``) and the statistics of the ``scale`` step
+(``scaling_mean`` and ``scaling_var``, ``scaling_data_min`` and
+``scaling_data_max``, or ``scaling_max_abs``; described by the metadata's
+``fitted.scaling``: ``{"kind", "n_samples", "center"}``).  A file whose
+model scales its input names ``scale`` among its parameters, which a dsvm
+without scaling refuses instead of predicting from unscaled rows; a model
+without the step leaves it out, so such files stay readable by those versions.
+
 Files are written through :mod:`dsvm.io.replace` (a private temporary file,
 moved into place when complete; an existing file is replaced only with
 ``overwrite=True`` and only if it is a dsvm model).  Reading is bounded
@@ -33,7 +43,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ..approx import FeatureMap, KernelSpec
+from ..approx import SCALINGS, FeatureMap, KernelSpec, Scaling
 from ..exceptions import ModelFileError
 from ..io import SUPPORTED_VERSION, MemberRules, meta_array, npz_problem, read_npz, write_npz
 from ..version import __version__
@@ -47,6 +57,10 @@ FORMAT = "dsvm-model"
 FORMAT_VERSION = SUPPORTED_VERSION
 ESTIMATORS = ("NystroemSVC", "NystroemSVR")
 CLASSES_KINDS = ("numeric", "str", "object-str")
+# the statistics of the scale step, by their scikit-learn names, and the members holding them
+SCALING_MEMBERS = {"mean_": "scaling_mean", "var_": "scaling_var", "data_min_": "scaling_data_min",
+                   "data_max_": "scaling_data_max", "max_abs_": "scaling_max_abs"}
+SCALING_STATS = {"standard": ("mean_", "var_"), "minmax": ("data_min_", "data_max_"), "maxabs": ("max_abs_",)}
 # kernels whose values lie in [-1, 1]: a bound on the weights bounds every decision value
 BOUNDED_KERNELS = ("rbf", "sigmoid")
 
@@ -103,6 +117,8 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     elif seed is not None and not isinstance(seed, int):  # a RandomState: its state is not part of the model
         del params["random_state"]
     params["dtype"] = np.dtype(params["dtype"]).name
+    if params.get("scale") is None:  # a model without the step stays readable by versions without it
+        params.pop("scale", None)
     if isinstance(params.get("class_weight"), dict):
         params["class_weight"] = {"keys": list(params["class_weight"].keys()), "values": list(params["class_weight"].values())}
     meta = {
@@ -124,6 +140,9 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
             "problems": [{k: v for k, v in p.items() if k != "history"} for p in model.solver_stats_["problems"]],
         },
     }
+    scaling = getattr(model, "scaling_", None)
+    if scaling is not None:
+        meta["fitted"]["scaling"] = {"kind": scaling.kind, "n_samples": scaling.n_samples, "center": scaling.center}
     arrays = {
         "__meta__": meta_array(meta),
         "components": model.components_,
@@ -139,6 +158,10 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     if hasattr(model, "probA_"):
         arrays["probA"] = np.asarray(model.probA_, dtype=np.float64)
         arrays["probB"] = np.asarray(model.probB_, dtype=np.float64)
+    if getattr(model, "feature_names_in_", None) is not None:
+        arrays["feature_names"] = np.asarray(model.feature_names_in_, dtype=str)
+    if scaling is not None:
+        arrays.update({SCALING_MEMBERS[name]: values for name, values in scaling.primary_stats().items()})
     write_npz(path, arrays, overwrite=overwrite, what="model", expected_format=FORMAT)
     return Path(path)
 
@@ -258,12 +281,41 @@ def _model_rules(path: Path, meta: dict) -> MemberRules:
     return MemberRules(
         shapes={"components": ("k", "p"), "normalization": ("r", "k"), "eigenvalues": ("r",), "coef": ("m", "r"),
                 "intercept": ("m",), "component_indices": ("k",), "probA": ("m",), "probB": ("m",),
-                "classes": None},  # its shape is checked with the labels (_check_classes)
+                "classes": None,  # its shape is checked with the labels (_check_classes)
+                "feature_names": ("p",), **{member: ("p",) for member in SCALING_MEMBERS.values()}},
         known={"p": fitted["n_features_in_"], "m": len(fitted["problems"])},
         at_most={"k": k_max, "r": k_max},
         kinds={"components": "f", "normalization": "f", "eigenvalues": "f", "coef": "f", "intercept": "f",
-               "component_indices": "iu", "probA": "f", "probB": "f", "classes": "biufU"},
+               "component_indices": "iu", "probA": "f", "probB": "f", "classes": "biufU", "feature_names": "U",
+               **{member: "f" for member in SCALING_MEMBERS.values()}},
     )
+
+
+def _load_scaling(path: Path, meta: dict, a: dict[str, np.ndarray]) -> Scaling | None:
+    """The model's fitted scale step, checked against its ``scale`` parameter; None without one."""
+    info = meta["fitted"].get("scaling")
+    scale = meta["params"].get("scale")
+    if info is None:
+        if scale is not None:
+            raise ModelFileError(f"{path}: the model scales its input (scale={scale!r}) but the file holds no "
+                                 "scaling statistics")
+        return None
+    if not (isinstance(info, dict) and info.get("kind") in SCALINGS and info.get("kind") == scale
+            and _count(info.get("n_samples"), 1) and isinstance(info.get("center"), bool)):
+        raise ModelFileError(f"{path}: metadata field fitted.scaling is {str(info)[:80]}, expected "
+                             f"{{kind: {scale!r}, n_samples: a positive integer, center: true or false}}")
+    stats = {}
+    for name in SCALING_STATS[info["kind"]]:
+        member = SCALING_MEMBERS[name]
+        if member not in a:
+            raise ModelFileError(f"{path}: inconsistent model arrays: missing array {member!r}")
+        if not np.all(np.isfinite(a[member])):
+            raise ModelFileError(f"{path}: array {member!r} holds NaN or infinity")
+        stats[name] = a[member]
+    scaling = Scaling.from_stats(info["kind"], info["n_samples"], info["center"], **stats)
+    if not (np.all(np.isfinite(scaling.factor)) and np.all(np.isfinite(scaling.offset))):
+        raise ModelFileError(f"{path}: the scaling statistics give a non-finite transform; they are corrupted")
+    return scaling
 
 
 def _check_decision_bound(path: Path, a: dict[str, np.ndarray], kernel: str, dtype: np.dtype) -> None:
@@ -338,6 +390,9 @@ def load_model(path: str | os.PathLike):
     model.coef_ = a["coef"].astype(np.float64)
     model.intercept_ = a["intercept"].astype(np.float64)
     model.n_features_in_ = fitted["n_features_in_"]
+    model.scaling_ = _load_scaling(path, meta, a)
+    if "feature_names" in a:
+        model.feature_names_in_ = a["feature_names"].astype(object)
     model.zero_based_ = fitted.get("zero_based_")  # absent from older files: no base to check
     if model.zero_based_ is not None and not isinstance(model.zero_based_, bool):
         raise ModelFileError(f"{path}: metadata zero_based_ must be true, false or null, got {model.zero_based_!r}")

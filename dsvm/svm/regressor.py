@@ -11,7 +11,7 @@ from ..blocks import aligned_vector, is_dask_array
 from ..checks import check_n_rows, check_positive
 from ..problems import SquaredEpsilonOperator
 from ..signals import sigterm_cleanup
-from .base import NystroemBase, check_index_base, check_params, model_decisions, prepare_fit_input, unpack_dataset
+from .base import NystroemBase, check_dataset_input, check_params, model_decisions, prepare_fit_input, unpack_dataset
 from .fitting import fit_problems
 from .labels import check_sample_weight_blocks
 from .metrics import regression_scores, regression_sums
@@ -54,7 +54,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         Half-width of the insensitive tube (scikit-learn's ``LinearSVR`` default).
     kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian,
     tol, max_iter, fit_intercept, dtype, eig_rtol, kmeans_iter, feature_store,
-    block_rows, solver_options, checkpoint, random_state
+    block_rows, solver_options, checkpoint, random_state, scale
         As in :class:`~dsvm.NystroemSVC`.
 
     Attributes
@@ -62,7 +62,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     coef_ : ndarray of shape (1, r)
     intercept_ : ndarray of shape (1,)
     components_, component_indices_, normalization_, n_iter_, objective_,
-    n_features_in_, solver_stats_, zero_based_
+    n_features_in_, feature_names_in_, scaling_, solver_stats_, zero_based_
         As in :class:`~dsvm.NystroemSVC`.
     """
 
@@ -91,6 +91,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         solver_options=None,
         checkpoint=None,
         random_state=None,
+        scale=None,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -113,6 +114,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         self.solver_options = solver_options
         self.checkpoint = checkpoint
         self.random_state = random_state
+        self.scale = scale
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the regression model (numpy, sparse, dask or Dataset input); returns ``self``."""
@@ -143,7 +145,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     def score(self, X, y=None, sample_weight=None):
         """Coefficient of determination R²; for dask input computed in one pass."""
         if y is None:
-            check_index_base(self, X)
+            check_dataset_input(self, X)
             X, y = unpack_dataset(X)
         if is_dask_array(X) and sample_weight is None:
             dec = model_decisions(self, X)

@@ -1,7 +1,8 @@
 """Fuzzed LIBSVM and CSV files, plain and compressed, damaged or not, against independent readers.
 
 Oracles: scikit-learn's ``load_svmlight_file`` for LIBSVM text, the ``csv``
-module (plus ``float`` on ASCII decimal numbers) for CSV text, and Python's
+module (plus ``float`` on ASCII decimal numbers; the label column's other texts
+as class names) for CSV text, and Python's
 ``gzip`` / ``lzma`` / ``bz2`` modules for the compressed streams.  A file
 ``dsvm.io.ingest`` accepts must give exactly the oracle's matrix and labels;
 a file it refuses must raise :class:`dsvm.io.InputFileError` naming the file
@@ -32,7 +33,7 @@ from hypothesis import strategies as st
 
 from dsvm.io import InputFileError, ingest
 
-FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 60)), deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 COMPRESSORS = {"gzip": gzip.compress, "xz": lzma.compress, "bz2": bz2.compress}
@@ -196,12 +197,28 @@ def csv_oracle(raw: bytes, header: bool):
         rows = rows[1:]
     if not rows or len({len(r) for r in rows}) > 1:
         return None
-    if not all(_DECIMAL.fullmatch(f) for r in rows for f in r):
+    if not all(_DECIMAL.fullmatch(f) for r in rows for f in r[1:]):
         return None
-    arr = np.array([[float(f) for f in r] for r in rows])
+    arr = np.array([[float(f) for f in r[1:]] for r in rows])
     if not np.isfinite(arr).all():
         return None
-    return arr[:, 1:], arr[:, 0]
+    labels = [r[0].strip() for r in rows]
+    if all(_DECIMAL.fullmatch(f) for f in labels):
+        y = np.array([float(f) for f in labels])
+        return (arr, y) if np.isfinite(y).all() else None
+    # a label that is not a number makes every label a class name: its text, numbers written shortest
+    if any(not f or f.lower() in ("na", "n/a", "nan", "null") for f in labels):
+        return None
+    texts = []
+    for f in labels:
+        if _DECIMAL.fullmatch(f) or f.lower().lstrip("+-") in ("inf", "infinity"):
+            v = float(f)
+            if not np.isfinite(v):
+                return None
+            texts.append(str(int(v)) if v.is_integer() else repr(v))
+        else:
+            texts.append(f)
+    return arr, np.array(texts)
 
 
 @FUZZ

@@ -284,3 +284,25 @@ def test_disk_full_names_the_path_and_keeps_the_old_file(tmp_path, model, monkey
     assert sorted(os.listdir(tmp_path)) == ([path.name] if old else [])  # no temporary left
     if old:
         assert path.read_bytes() == old
+
+
+@pytest.mark.parametrize("url", ["memory://a9a.zarr", "s3://bucket/a9a.zarr", "gcs://b/x.zarr"])
+def test_url_targets_are_refused_before_anything_is_written(tmp_path, model, monkeypatch, url):
+    """``ingest(..., "memory://a9a.zarr")`` wrote a local folder ``memory:/a9a.zarr``: a URL cannot keep the
+    replace routine's guarantees (no atomic rename on object stores), so every writer refuses it in one line."""
+    clf, X = model
+    monkeypatch.chdir(tmp_path)
+    for write in (lambda: dsvm.ingest((X, clf.predict(X)), url), lambda: dsvm.write_dataset(url, X, clf.predict(X)),
+                  lambda: save_model(clf, url), lambda: write_predictions(clf, X, url + ".csv")):
+        with pytest.raises(ValueError, match=r"://.*dsvm writes outputs to local or mounted folders only.*atomic "
+                                             r"rename.*open_dataset accept URLs"):
+            write()
+    assert os.listdir(tmp_path) == []
+
+
+def test_file_urls_are_local_paths(tmp_path, model):
+    clf, X = model
+    ds = dsvm.ingest((X, clf.predict(X)), (tmp_path / "d.zarr").as_uri())
+    assert Path(ds.path) == tmp_path / "d.zarr" and ds.n_samples == X.shape[0]
+    save_model(clf, (tmp_path / "m.npz").as_uri())
+    assert (tmp_path / "m.npz").is_file()
