@@ -6,7 +6,6 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_random_state
 
 __all__ = ["check_finite_block", "check_positive", "check_positive_int", "check_n_rows", "resolve_seed"]
 
@@ -50,4 +49,8 @@ def resolve_seed(random_state) -> int:
     """An integer seed from ``random_state`` (int, RandomState or None)."""
     if isinstance(random_state, (int, np.integer)):
         return int(random_state)
+    # imported here: Dask workers import this module, and scikit-learn (with the pandas it loads) would
+    # add over 100 MiB to every worker's memory
+    from sklearn.utils import check_random_state
+
     return int(check_random_state(random_state).randint(0, 2**31 - 1))

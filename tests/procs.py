@@ -59,3 +59,24 @@ def start_worker(sched_file: Path, log: Path, name: str, nanny: bool = True, mem
     if not nanny:
         args.append("--no-nanny")
     return spawn(args, log)
+
+
+def _worker_rss_mib(modules: tuple[str, ...]) -> float:
+    import importlib
+
+    import psutil
+
+    for name in modules:
+        importlib.import_module(name)
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def idle_worker_mib(*modules: str) -> float:
+    """Resident memory (MiB) of a fresh Dask worker process once it has imported ``modules``: what a
+    memory-limited worker of this environment holds before any work (it differs between environments —
+    dask-ml, for one, makes every ``dask.array`` import load numba)."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+        return float(next(iter(client.run(_worker_rss_mib, modules).values())))

@@ -29,8 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
-from sklearn.utils import check_random_state
-from sklearn.utils.random import sample_without_replacement
 
 from ..blocks import RowBlocks
 from .kernels import (
@@ -57,6 +55,15 @@ class Landmarks:
     # "cholesky": chosen so that K(L, L) has a well-conditioned Cholesky factor in
     # this order (pivoted); "eigen": anything else, mapped by eigendecomposition
     feature_map: str = "eigen"
+
+
+
+def _random_state(random_state) -> np.random.RandomState:
+    """scikit-learn's ``check_random_state``, imported on first use: Dask workers import this package, and
+    scikit-learn (with the pandas it loads) would add over 100 MiB to every worker's memory."""
+    from sklearn.utils import check_random_state
+
+    return check_random_state(random_state)
 
 
 def dense_rows(rows) -> np.ndarray:
@@ -136,7 +143,7 @@ def uniform_landmarks(X: RowBlocks, k: int, random_state=None) -> Landmarks:
     ``k`` of those for any larger ``k`` (see :class:`_IndexStream`).
     """
     n = X.n_rows
-    stream = _IndexStream(n, check_random_state(random_state))
+    stream = _IndexStream(n, _random_state(random_state))
     m = min(n, k + max(16, k // 4))
     seen_idx = np.zeros(0, dtype=np.int64)
     seen_rows = np.zeros((0, 0))
@@ -239,9 +246,11 @@ def kmeans_landmarks(
 ) -> Landmarks:
     """k-means centres in ``1 + n_iter`` passes: batched k-means++ seeds on a uniform sample of
     ``KMEANS_SAMPLE_FACTOR · k`` rows (one pass to fetch it), then ``n_iter`` Lloyd passes over all rows."""
-    rng = check_random_state(random_state)
+    rng = _random_state(random_state)
     n = X.n_rows
     m = min(n, sample_size or max(KMEANS_SAMPLE_FACTOR * k, KMEANS_SAMPLE_MIN))
+    from sklearn.utils.random import sample_without_replacement
+
     sample_idx = np.sort(sample_without_replacement(n, m, random_state=rng))
     sample = dense_rows(X.take(sample_idx))
     passes = 1
@@ -383,7 +392,7 @@ def pivoted_landmarks(X: RowBlocks, k: int, spec: KernelSpec, random_state=None,
     """
     n = X.n_rows
     m = min(n, max(PIVOT_POOL_FACTOR * k, PIVOT_POOL_MIN), max(2 * k, PIVOT_POOL_BYTES // (4 * max(k, 1))))
-    drawn = _IndexStream(n, check_random_state(random_state)).first(m)
+    drawn = _IndexStream(n, _random_state(random_state)).first(m)
     idx = np.sort(drawn)
     pool = X.take(idx)
     n_first = int(round(PIVOT_UNIFORM_SHARE * k))

@@ -16,7 +16,9 @@ Dask pauses a worker at ``distributed.worker.memory.pause`` (80 %) of its
 limit; a paused worker runs nothing.  A worker that cannot hold the fixed
 part and the smallest blocks below that line is refused before any work
 (:class:`~dsvm.exceptions.WorkerMemoryError` naming both figures); otherwise
-the blocks are cut to fit.
+the blocks are cut to fit, below ``distributed.worker.memory.spill`` (70 %)
+where the smallest blocks fit there (above it Dask writes the worker's
+results to disk).
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ class WorkerMemory:
         Dask pauses the worker when its process holds this share of ``limit``.
     held : float
         What its process holds now (resident set), with dsvm's modules loaded.
+    spill_fraction : float
+        Dask starts writing the worker's results to its disk when its process holds this share of
+        ``limit`` (``pause_fraction`` when spilling is off).
     """
 
     address: str
@@ -82,6 +87,7 @@ class WorkerMemory:
     threads: int
     pause_fraction: float
     held: float
+    spill_fraction: float | None = None
 
     @property
     def pause_bytes(self) -> float:
@@ -93,6 +99,12 @@ class WorkerMemory:
         """What tasks and data may add before Dask pauses the worker (never negative)."""
         return max(0.0, self.pause_bytes - self.held)
 
+    @property
+    def unspilled(self) -> float:
+        """What tasks and data may add before Dask starts spilling the worker's results to disk."""
+        fraction = min(self.spill_fraction or self.pause_fraction, self.pause_fraction)
+        return max(0.0, fraction * self.limit - self.held)
+
 
 def _probe_worker(modules: tuple[str, ...]) -> dict:
     """Runs on a worker: load ``modules`` (what the tasks will load anyway), then report memory facts."""
@@ -101,7 +113,9 @@ def _probe_worker(modules: tuple[str, ...]) -> dict:
     gc.collect()
     pause = dask.config.get("distributed.worker.memory.pause", 0.8)
     terminate = dask.config.get("distributed.worker.memory.terminate", 0.95)
+    spill = dask.config.get("distributed.worker.memory.spill", 0.7)
     return {"rss": psutil.Process().memory_info().rss, "pause": float(pause or terminate or 1.0),
+            "spill": float(spill) if spill else None,
             "total": psutil.virtual_memory().total}
 
 
@@ -122,11 +136,13 @@ def worker_memory(client, modules: tuple[str, ...] = ()) -> list[WorkerMemory]:
         probe = probes.get(address)
         if isinstance(probe, dict):
             held, pause, total = float(probe["rss"]), probe["pause"], float(probe["total"])
+            spill = probe.get("spill")
         else:
             held = float((w.get("metrics") or {}).get("memory") or 0.0)
             pause, total = pause_fraction(), float(psutil.virtual_memory().total)
+            spill = dask.config.get("distributed.worker.memory.spill", 0.7) or None
         limit = float(w.get("memory_limit") or 0.0) or total
-        out.append(WorkerMemory(address, limit, int(w.get("nthreads") or 1), pause, held))
+        out.append(WorkerMemory(address, limit, int(w.get("nthreads") or 1), pause, held, spill))
     return out
 
 
@@ -206,10 +222,13 @@ def fit_block_rows(workers: list[WorkerMemory], k: int, itemsize: int, fixed: fl
         if need > w.usable:
             raise _too_small(w, fixed, task_bytes(MIN_BLOCK_ROWS, k, itemsize, fit), what,
                              f"blocks of {MIN_BLOCK_ROWS} rows, k={k}")
-        fits = ((w.usable - fixed) / w.threads - base) // per_row
+        # below the line where Dask starts spilling results to disk when the smallest blocks fit there (a
+        # worker over it writes what it holds to disk, slowing every pass), else below the pause line
+        room = w.unspilled if need <= w.unspilled else w.usable
+        fits = ((room - fixed) / w.threads - base) // per_row
         # room for persisted feature blocks if there is enough, else at least the blocks of the share rule
         # of machines without a cluster (as long as they fit)
-        roomy = ((w.usable * keep - fixed) / w.threads - base) // per_row
+        roomy = ((room * keep - fixed) / w.threads - base) // per_row
         plain = w.limit / w.threads / share // (8 * k)
         rows = min(rows, int(min(fits, max(roomy, plain))))
     return max(MIN_BLOCK_ROWS, rows)

@@ -1,19 +1,24 @@
 """Model selection: :class:`NystroemSVCCV`, a cross-validated search over ``C``, ``gamma`` and
 ``n_components`` that shares landmarks, kernel columns and features between grid points and folds and
-warm-starts the ``C`` path (see :mod:`dsvm.model_selection.search`)."""
+warm-starts the ``C`` path (see :mod:`dsvm.model_selection.search`).
 
-from ..svm import SCORINGS, score_from_confusion
-from .cpath import CachedOperator, cv_pair, landmark_coefs, map_to_larger_k, refit_start, weights_from_landmark_coefs
-from .folds import SearchContext, pack_roles
-from .results import format_results, hashable
-from .search import (
-    CHEAP_AXES,
-    DEFAULT_GRID,
-    SEARCH_LANDMARKS,
-    NystroemSVCCV,
-    check_search_landmarks,
-    check_search_params,
-)
+The names are loaded on first use (PEP 562), so that a Dask worker that unpickles a block function of
+:mod:`dsvm.model_selection.folds` does not import scikit-learn with the search.
+"""
+
+import importlib
+
+# module (relative to this package) -> the public names it defines
+_MODULES = {
+    "..svm": ("SCORINGS", "score_from_confusion"),
+    ".cpath": ("CachedOperator", "cv_pair", "landmark_coefs", "map_to_larger_k", "refit_start",
+               "weights_from_landmark_coefs"),
+    ".folds": ("SearchContext", "pack_roles"),
+    ".results": ("format_results", "hashable"),
+    ".search": ("CHEAP_AXES", "DEFAULT_GRID", "SEARCH_LANDMARKS", "NystroemSVCCV", "check_search_landmarks",
+                "check_search_params"),
+}
+_OWNER = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "NystroemSVCCV", "check_search_params", "check_search_landmarks", "SEARCH_LANDMARKS", "CHEAP_AXES",
@@ -21,3 +26,16 @@ __all__ = [
     "CachedOperator", "cv_pair", "map_to_larger_k", "landmark_coefs", "weights_from_landmark_coefs", "refit_start",
     "SearchContext", "pack_roles", "format_results", "hashable",
 ]
+
+
+def __getattr__(name: str):
+    module = _OWNER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -26,8 +26,6 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.svm import LinearSVC
 
 from .result import SolverResult
 
@@ -39,6 +37,10 @@ def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 
 
     ``random_state`` seeds LIBLINEAR's order of coordinates (None: numpy's global generator).
     """
+    # imported here: Dask workers import this package, and scikit-learn would add over 100 MiB to each
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import LinearSVC
+
     start = time.perf_counter()
     F, y, c = op.gather()
     s = intercept_scaling if op.fit_intercept else 1.0

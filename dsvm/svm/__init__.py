@@ -1,53 +1,77 @@
 """The estimators: :class:`NystroemSVC`, :class:`NystroemSVR` (LA-SN) and :class:`PegasosSVC` (kernelized
 Pegasos on the exact kernel), with what they share — input checks, the fit (landmarks, feature stage,
 one solve per problem through :func:`dsvm.solvers.solve`), Platt calibration, checkpoints, model
-files, evaluation, and the export to scikit-learn and ONNX."""
+files, evaluation, and the export to scikit-learn and ONNX.
 
-from ..exceptions import CheckpointMismatchError, ModelFileError
-from .base import (
-    BLOCK_BYTES,
-    FitInput,
-    NystroemBase,
-    block_rows_for,
-    check_dataset_input,
-    check_feature_names,
-    check_index_base,
-    check_params,
-    model_decision_blocks,
-    model_decisions,
-    param_names,
-    prediction_input,
-    prepare_fit_input,
-    unpack_dataset,
-)
-from .calibration import MAX_PLATT_ROWS, PlattCalibration, fit_platt, platt_log_proba
-from .checkpoint import (
-    Checkpoint,
-    check_checkpoint_path,
-    data_fingerprint,
-    kept_until_saved,
-    open_checkpoint,
-    remove_checkpoint,
-)
-from .classifier import NystroemSVC, fit_classifier
-from .export import sklearn_nystroem, sklearn_scaler, to_sklearn
-from .fitting import fit_problems, problem_stats, solve_with, warn_if_not_converged
-from .kernel_pegasos import PegasosSVC
-from .labels import (
-    ClassificationInput,
-    check_classes,
-    check_labels,
-    check_sample_weight_blocks,
-    class_weights,
-    encode_codes,
-    encode_labels,
-    prepare_classification,
-)
-from .metrics import SCORINGS, class_scores, evaluate, regression_scores, regression_sums, score_from_confusion
-from .model_files import load_model, model_file_problem, save_model
-from .onnx_export import export_onnx, onnx_file_problem, to_onnx
-from .regressor import NystroemSVR
-from .warm_start import WARM_START_OPTIONS, subsample_problem, subsample_size, warm_start_problem, warm_start_rows
+The names are loaded on first use (PEP 562): Dask workers unpickle the block functions of single
+modules here (label codes, Platt probabilities, folds) and should not pay for every estimator and
+scikit-learn with them.
+"""
+
+import importlib
+
+# module (relative to this package) -> the public names it defines
+_MODULES = {
+    "..exceptions": ("CheckpointMismatchError", "ModelFileError"),
+    ".base": (
+        "BLOCK_BYTES",
+        "FitInput",
+        "NystroemBase",
+        "block_rows_for",
+        "check_dataset_input",
+        "check_feature_names",
+        "check_index_base",
+        "check_params",
+        "model_decision_blocks",
+        "model_decisions",
+        "param_names",
+        "prediction_input",
+        "prepare_fit_input",
+        "unpack_dataset",
+    ),
+    ".calibration": ("MAX_PLATT_ROWS", "PlattCalibration", "fit_platt", "platt_log_proba"),
+    ".checkpoint": (
+        "Checkpoint",
+        "check_checkpoint_path",
+        "data_fingerprint",
+        "kept_until_saved",
+        "open_checkpoint",
+        "remove_checkpoint",
+    ),
+    ".classifier": ("NystroemSVC", "fit_classifier"),
+    ".export": ("sklearn_nystroem", "sklearn_scaler", "to_sklearn"),
+    ".fitting": ("fit_problems", "problem_stats", "solve_with", "warn_if_not_converged"),
+    ".kernel_pegasos": ("PegasosSVC",),
+    ".labels": (
+        "ClassificationInput",
+        "check_classes",
+        "check_labels",
+        "check_sample_weight_blocks",
+        "class_weights",
+        "encode_codes",
+        "encode_labels",
+        "prepare_classification",
+    ),
+    ".metrics": (
+        "SCORINGS",
+        "class_scores",
+        "evaluate",
+        "regression_scores",
+        "regression_sums",
+        "score_from_confusion",
+    ),
+    ".model_files": ("load_model", "model_file_problem", "save_model"),
+    ".onnx_export": ("export_onnx", "onnx_file_problem", "to_onnx"),
+    ".regressor": ("NystroemSVR",),
+    ".warm_start": (
+        "WARM_START_OPTIONS",
+        "subsample_problem",
+        "subsample_size",
+        "warm_start_problem",
+        "warm_start_rows",
+    ),
+}
+_OWNER = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier",
@@ -65,3 +89,16 @@ __all__ = [
     "data_fingerprint",
     "WARM_START_OPTIONS", "subsample_size", "subsample_problem", "warm_start_rows", "warm_start_problem",
 ]
+
+
+def __getattr__(name: str):
+    module = _OWNER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -17,7 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
 from ..approx import check_kernel_params, check_scale, fit_scaling
 from ..blocks import (

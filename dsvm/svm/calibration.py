@@ -47,8 +47,16 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..blocks import RowBlocks, row_hash
-from ..problems import SquaredHingeOperator, decisions
+from ..blocks import RowBlocks
+from ..problems import SquaredHingeOperator
+from .block_tasks import (
+    concat_pairs,
+    fold_block,
+    fold_weight_block,
+    heldout_pairs_block,
+    platt_log_proba,
+    proba_block,
+)
 from .fitting import solve_with
 
 logger = logging.getLogger(__name__)
@@ -142,67 +150,8 @@ def _sigmoid_neg(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def platt_log_proba(dec: np.ndarray, probA: np.ndarray, probB: np.ndarray) -> np.ndarray:
-    """Log-probabilities of every class from decision values, shape (n, n_classes).
-
-    ``dec`` has one column per binary problem.  One problem (two classes):
-    ``[log(1 − p), log p]`` with ``p = 1/(1+exp(A f + B))``; several (one-vs-rest):
-    ``log p_j − log Σ_l p_l``.  Computed in the log domain (``logaddexp``), so
-    no probability underflows to ``log 0``.
-    """
-    dec = np.asarray(dec, dtype=np.float64)
-    if dec.ndim == 1:
-        dec = dec[:, None]
-    z = dec * probA[None, :] + probB[None, :]
-    if dec.shape[1] == 1:
-        z = z[:, 0]
-        return np.column_stack([-np.logaddexp(0.0, -z), -np.logaddexp(0.0, z)])
-    logp = -np.logaddexp(0.0, z)
-    top = logp.max(axis=1, keepdims=True)
-    return logp - (top + np.log(np.exp(logp - top).sum(axis=1, keepdims=True)))
-
-
-def proba_block(dec_block, probA, probB, log=False):
-    """Block function: (log-)probabilities of a block of decision values."""
-    lp = platt_log_proba(dec_block, probA, probB)
-    return lp if log else np.exp(lp)
-
-
 # ---------------------------------------------------------------------------
 # Folds independent of the blocking
-
-
-def _fold_block(v_block, n_folds, seed, sample_rate, offset=0):
-    """Fold of every row (0 .. n_folds-1), or -1 - fold for rows outside the Platt subsample."""
-    h = row_hash(v_block.shape[0], seed, offset)
-    fold = (h % np.uint64(n_folds)).astype(np.int16)
-    if sample_rate < 1.0:
-        u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        fold = np.where(u < sample_rate, fold, -1 - fold).astype(np.int16)
-    return fold
-
-
-def _fold_weight_block(fold, sample_weight, f):
-    real = np.where(fold < 0, -1 - fold, fold)
-    w = (real != f).astype(np.float64)
-    return w if sample_weight is None else w * sample_weight
-
-
-def _heldout_pairs_block(F, codes, fold, sample_weight, W, positive):
-    """``(decision value, is positive)`` of every sampled row with its fold's model."""
-    keep = fold >= 0
-    if sample_weight is not None:
-        keep &= np.asarray(sample_weight) > 0
-    if not keep.any():
-        return np.zeros(0), np.zeros(0, dtype=bool)
-    Fk = F[keep]
-    dec = decisions(Fk, W[:, :-1], W[:, -1])[np.arange(Fk.shape[0]), fold[keep]]
-    return dec, np.asarray(codes)[keep] == positive
-
-
-def _concat_pairs(parts):
-    parts = list(parts)
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 class PlattCalibration:
@@ -232,10 +181,10 @@ class PlattCalibration:
         rate = min(1.0, MAX_PLATT_ROWS / max(n, 1))
         if rate < 1.0:
             logger.info("platt: fitting the sigmoids on a %.3g subsample (~%d of %d rows)", rate, MAX_PLATT_ROWS, n)
-        folds = codes.map_blocks(_fold_block, None, np.int16, shared=(self.n_folds, self.seed, rate), with_offset=True)
+        folds = codes.map_blocks(fold_block, None, np.int16, shared=(self.n_folds, self.seed, rate), with_offset=True)
         self._folds = folds.persist()
         self._weights = [
-            self._folds.map_blocks(_fold_weight_block, None, np.float64, aligned=(sample_weight,), shared=(f,)).persist()
+            self._folds.map_blocks(fold_weight_block, None, np.float64, aligned=(sample_weight,), shared=(f,)).persist()
             for f in range(self.n_folds)
         ]
 
@@ -265,8 +214,8 @@ class PlattCalibration:
                 ConvergenceWarning, stacklevel=4,
             )
         dec, pos = F.map_reduce(
-            _heldout_pairs_block, aligned=(codes, self._folds, sample_weight), shared=(W, positive),
-            combine=_concat_pairs,
+            heldout_pairs_block, aligned=(codes, self._folds, sample_weight), shared=(W, positive),
+            combine=concat_pairs,
         )
         if dec.size == 0:
             raise ValueError("no row is left to fit the probability sigmoid on (all sample weights are zero?)")

@@ -32,19 +32,18 @@ import json
 import logging
 import math
 import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..approx import FeatureMap, KernelSpec
-from ..blocks import row_index_blocks, row_uniform
+from ..blocks import row_index_blocks
 from ..exceptions import CheckpointMismatchError, ModelFileError
 from ..io import MemberRules, meta_array, npz_problem, read_npz, write_npz
 from ..solvers import REGISTRY
+from .block_tasks import fingerprint_block
 
 logger = logging.getLogger(__name__)
 
@@ -123,31 +122,9 @@ def _checkpoint_rules(path: Path, meta: dict) -> MemberRules:
     return MemberRules(shapes=shapes, at_most={"k": k_max, "r": k_max, "d": k_max + 1}, kinds=kinds)
 
 
-def _fingerprint_block(X_block, y_block, rows_block, sw_block):
-    """Sums over the rows of one block; additive, so blocks may be cut anywhere."""
-    offset = int(rows_block[0]) if len(rows_block) else 0
-    w = row_uniform(np.arange(offset, offset + X_block.shape[0], dtype=np.int64))
-    # no sample weights and weights of one are the same problem
-    sw = np.ones(X_block.shape[0]) if sw_block is None else np.asarray(sw_block, dtype=np.float64)
-    y = np.asarray(y_block)
-    # string labels by a checksum of their text: Python's str hash differs between processes
-    y_num = (y.astype(np.float64) if y.dtype.kind in "biuf"
-             else np.array([zlib.crc32(str(v).encode("utf-8")) % 1000 for v in y], dtype=np.float64))
-    if sp.issparse(X_block):
-        Xs = X_block.tocsr().astype(np.float64)
-        col = np.asarray(Xs.sum(axis=0)).ravel()
-        colsq = np.asarray(Xs.multiply(Xs).sum(axis=0)).ravel()
-        colw = np.asarray(Xs.T @ w).ravel()
-    else:
-        Xd = np.asarray(X_block, dtype=np.float64)
-        col, colsq, colw = Xd.sum(axis=0), (Xd * Xd).sum(axis=0), Xd.T @ w
-    return np.concatenate([col, colsq, colw, [y_num.sum(), (y_num * y_num).sum(), y_num @ w, float(len(y)),
-                                              sw.sum(), sw @ sw, sw @ w, (sw * y_num) @ w]])
-
-
 def data_fingerprint(X_rb, y_rb, sw_rb=None) -> np.ndarray:
     """A vector summarising X, y and the sample weights (see the module docstring); one pass."""
-    return np.asarray(X_rb.map_reduce(_fingerprint_block, aligned=(y_rb, row_index_blocks(X_rb), sw_rb)),
+    return np.asarray(X_rb.map_reduce(fingerprint_block, aligned=(y_rb, row_index_blocks(X_rb), sw_rb)),
                       dtype=np.float64)
 
 

@@ -16,6 +16,7 @@ from ..checks import check_n_rows, resolve_seed
 from ..problems import SquaredHingeOperator, labels_from_decision
 from ..signals import sigterm_cleanup
 from .base import NystroemBase, check_dataset_input, model_decisions, unpack_dataset
+from .block_tasks import correct_from_decision
 from .calibration import PlattCalibration, proba_block
 from .fitting import fit_problems
 from .labels import check_sample_weight_blocks, class_weights, prepare_classification
@@ -23,11 +24,6 @@ from .labels import check_sample_weight_blocks, class_weights, prepare_classific
 logger = logging.getLogger(__name__)
 
 __all__ = ["NystroemSVC", "fit_classifier"]
-
-
-def _correct_from_decision(dec, y_block, classes):
-    pred = labels_from_decision(dec, classes)
-    return np.array([float(np.sum(pred == np.asarray(y_block))), float(len(pred))])
 
 
 class NystroemSVC(ClassifierMixin, NystroemBase):
@@ -309,7 +305,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         if is_dask_array(X) and sample_weight is None:
             dec = model_decisions(self, X)
             check_n_rows(X.shape[0], y)
-            correct, total = dec.map_reduce(_correct_from_decision, aligned=(aligned_vector(y, dec),),
+            correct, total = dec.map_reduce(correct_from_decision, aligned=(aligned_vector(y, dec),),
                                             shared=(self.classes_,))
             return correct / total
         return super().score(X, y, sample_weight=sample_weight)

@@ -31,7 +31,12 @@ from ..blocks import RowBlocks, row_index_blocks
 from ..checks import resolve_seed
 from ..problems import FeatureStore, active_row_sample
 from ..solvers import REGISTRY, SolverResult, pegasos_progress, resolve_hessian, solve
-from .checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
+from .checkpoint import (
+    open_checkpoint,
+    restore_done,
+    restore_feature_map,
+    restore_solver_state,
+)
 from .warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
 
 logger = logging.getLogger(__name__)

@@ -47,7 +47,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..approx import KernelSpec, check_kernel_params, dense_rows, kernel_matrix, make_kernel_spec, resolve_gamma
+from ..approx import (
+    KernelSpec,
+    check_kernel_params,
+    dense_rows,
+    kernel_matrix,
+    make_kernel_spec,
+    resolve_gamma,
+)
 from ..checks import check_positive, check_positive_int
 from ..problems import labels_from_decision
 

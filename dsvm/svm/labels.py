@@ -16,33 +16,18 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ..blocks import RowBlocks, aligned_vector, is_dask_array, row_index_blocks
 from .base import check_params, prepare_fit_input
+from .block_tasks import (
+    class_counts_block,
+    encode_block,
+    encode_codes,
+    unique_block,
+    unique_combine,
+    weight_stats_block,
+    weight_stats_combine,
+)
 
 __all__ = ["encode_codes", "encode_labels", "check_labels", "check_classes", "class_weights",
            "check_sample_weight_blocks", "ClassificationInput", "prepare_classification"]
-
-
-def _unique_block(y_block):
-    return np.unique(np.asarray(y_block))
-
-
-def _unique_combine(parts):
-    return np.unique(np.concatenate([np.asarray(p) for p in parts]))
-
-
-def encode_codes(y_block, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes of labels against the sorted ``classes``, and which labels are not among them."""
-    y_block = np.asarray(y_block)
-    codes = np.searchsorted(classes, y_block)
-    codes = np.clip(codes, 0, len(classes) - 1)
-    return codes, classes[codes] != y_block
-
-
-def _encode_block(y_block, classes):
-    codes, bad = encode_codes(y_block, classes)
-    if bad.any():
-        labels = np.unique(np.asarray(y_block)[bad])[:5].tolist()
-        raise ValueError(f"y holds labels {labels} that are not among the classes {classes.tolist()}")
-    return codes.astype(np.int32)
 
 
 def encode_labels(y, like: RowBlocks, classes: np.ndarray | None = None) -> tuple[np.ndarray, RowBlocks]:
@@ -60,32 +45,13 @@ def encode_labels(y, like: RowBlocks, classes: np.ndarray | None = None) -> tupl
         if classes is not None:
             classes = np.unique(np.asarray(classes)).astype(y.dtype, copy=False)
         else:
-            classes = y_rb.map_reduce(_unique_block, combine=_unique_combine)
+            classes = y_rb.map_reduce(unique_block, combine=unique_combine)
     else:
         y_arr = np.asarray(y)
         classes = np.unique(y_arr)
         y_rb = aligned_vector(y_arr, like)
-    codes = y_rb.map_blocks(_encode_block, None, np.int32, shared=(classes,))
+    codes = y_rb.map_blocks(encode_block, None, np.int32, shared=(classes,))
     return classes, codes
-
-
-def _weight_stats_block(sw_block, codes_block, rows_block, n_groups):
-    """Per-group weight sums of one block, plus the first non-finite and the first negative row."""
-    w = np.asarray(sw_block, dtype=np.float64)
-    rows = np.asarray(rows_block)
-    nonfinite, negative = ~np.isfinite(w), w < 0
-    first = [float(rows[m][0]) if m.any() else np.inf for m in (nonfinite, negative)]
-    clean = np.where(nonfinite | negative, 0.0, w)
-    if codes_block is None:
-        mass = np.array([clean.sum()])
-    else:
-        mass = np.bincount(np.asarray(codes_block), weights=clean, minlength=n_groups)
-    return mass, np.array(first)
-
-
-def _weight_stats_combine(parts):
-    parts = list(parts)
-    return sum(p[0] for p in parts), np.min([p[1] for p in parts], axis=0)
 
 
 def check_sample_weight_blocks(sw: RowBlocks, codes: RowBlocks | None = None, n_groups: int = 1) -> np.ndarray:
@@ -95,8 +61,8 @@ def check_sample_weight_blocks(sw: RowBlocks, codes: RowBlocks | None = None, n_
     class code when ``codes`` is given, else a single total; a caller raises
     when a sum it needs is zero.
     """
-    mass, first = sw.map_reduce(_weight_stats_block, aligned=(codes, row_index_blocks(sw)), shared=(n_groups,),
-                                combine=_weight_stats_combine)
+    mass, first = sw.map_reduce(weight_stats_block, aligned=(codes, row_index_blocks(sw)), shared=(n_groups,),
+                                combine=weight_stats_combine)
     if np.isfinite(first[0]):
         raise ValueError(f"sample_weight contains NaN or infinity at row {int(first[0])}")
     if np.isfinite(first[1]):
@@ -120,17 +86,13 @@ def check_classes(classes: np.ndarray) -> None:
         raise ValueError("Unknown label type: y looks continuous (non-integer floats); use NystroemSVR for regression")
 
 
-def _class_counts_block(codes_block, n_classes):
-    return np.bincount(codes_block, minlength=n_classes).astype(np.float64)
-
-
 def class_weights(class_weight, classes: np.ndarray, codes: RowBlocks) -> np.ndarray:
     """Per-class weights for ``None``, ``"balanced"`` or a dict, with scikit-learn's semantics
     (``"balanced"`` counts the classes in one pass over ``codes``)."""
     if class_weight is None:
         return np.ones(classes.size)
     if isinstance(class_weight, str) and class_weight == "balanced":
-        counts = codes.map_reduce(_class_counts_block, shared=(classes.size,))
+        counts = codes.map_reduce(class_counts_block, shared=(classes.size,))
         if np.any(counts == 0):
             raise ValueError("class_weight='balanced' needs every class to be present")
         return counts.sum() / (classes.size * counts)

@@ -10,25 +10,14 @@ import numpy as np
 
 from ..blocks import aligned_vector
 from ..checks import check_n_rows
-from ..problems import predicted_codes
 from .base import model_decision_blocks, prediction_input, unpack_dataset
-from .labels import encode_codes
+from .block_tasks import confusion_from_decision, regression_sums
 
 __all__ = ["evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores"]
 
 SCORINGS = (
     "accuracy", "balanced_accuracy", "f1", "precision", "recall", "f1_macro", "precision_macro", "recall_macro",
 )
-
-
-def _confusion_from_decision(dec, y_block, classes):
-    m = len(classes)
-    pred = predicted_codes(dec)
-    true, unknown = encode_codes(y_block, classes)
-    if unknown.any():
-        bad = np.unique(np.asarray(y_block)[unknown])[:5]
-        raise ValueError(f"y holds labels {bad.tolist()} that the model was not trained on (classes: {classes.tolist()})")
-    return np.bincount(true * m + pred, minlength=m * m).reshape(m, m)
 
 
 def class_scores(cm: np.ndarray) -> dict[str, np.ndarray]:
@@ -69,14 +58,6 @@ def score_from_confusion(cm: np.ndarray, scoring: str) -> float:
         present = (support > 0) | (scores["predicted"] > 0)
         return float(scores[scoring.removesuffix("_macro")][present].mean())
     raise ValueError(f"scoring={scoring!r} is not supported; choose one of {SCORINGS}")
-
-
-def regression_sums(dec, y_block) -> np.ndarray:
-    """Block function: ``[Σ r², Σ |r|, Σ y, Σ y², n]`` of the residuals ``r = y − prediction`` of a block
-    of one-column decision values (a regression model's predictions)."""
-    y = np.asarray(y_block, dtype=np.float64)
-    r = y - dec[:, 0]
-    return np.array([float(r @ r), float(np.abs(r).sum()), float(y.sum()), float(y @ y), float(y.size)])
 
 
 def regression_scores(sums: np.ndarray) -> dict[str, float]:
@@ -120,7 +101,7 @@ def evaluate(model, X, y=None) -> dict[str, Any]:
     if not hasattr(model, "classes_"):
         sums = dec.map_reduce(regression_sums, aligned=(y_rb,))
         return {**regression_scores(sums), "n_test": int(sums[4]), "predict_seconds": time.perf_counter() - t0}
-    cm = dec.map_reduce(_confusion_from_decision, aligned=(y_rb,), shared=(model.classes_,))
+    cm = dec.map_reduce(confusion_from_decision, aligned=(y_rb,), shared=(model.classes_,))
     seconds = time.perf_counter() - t0
     n = int(cm.sum())
     scores = class_scores(cm)

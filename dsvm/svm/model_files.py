@@ -45,7 +45,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..approx import SCALINGS, FeatureMap, KernelSpec, Scaling
 from ..exceptions import ModelFileError
-from ..io import SUPPORTED_VERSION, MemberRules, meta_array, npz_problem, read_npz, write_npz
+from ..io import (
+    SUPPORTED_VERSION,
+    MemberRules,
+    meta_array,
+    npz_problem,
+    read_npz,
+    write_npz,
+)
 from ..version import __version__
 from .base import check_params
 from .classifier import NystroemSVC

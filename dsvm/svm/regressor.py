@@ -11,7 +11,15 @@ from ..blocks import aligned_vector, is_dask_array
 from ..checks import check_n_rows, check_positive
 from ..problems import SquaredEpsilonOperator
 from ..signals import sigterm_cleanup
-from .base import NystroemBase, check_dataset_input, check_params, model_decisions, prepare_fit_input, unpack_dataset
+from .base import (
+    NystroemBase,
+    check_dataset_input,
+    check_params,
+    model_decisions,
+    prepare_fit_input,
+    unpack_dataset,
+)
+from .block_tasks import as_float_block, finite_targets_block
 from .fitting import fit_problems
 from .labels import check_sample_weight_blocks
 from .metrics import regression_scores, regression_sums
@@ -26,14 +34,6 @@ def _check_targets(y: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinity")
     return y
-
-
-def _finite_targets_block(y_block):
-    return np.array([float(np.sum(~np.isfinite(np.asarray(y_block, dtype=np.float64))))])
-
-
-def _as_float_block(y_block):
-    return np.asarray(y_block, dtype=np.float64)
 
 
 class NystroemSVR(RegressorMixin, NystroemBase):
@@ -125,8 +125,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         X_rb, y, sw, checked = data.X, data.y, data.sample_weight, data.checked
         targets = aligned_vector(y, X_rb)
         if is_dask_array(y):
-            targets = targets.map_blocks(_as_float_block, None, np.float64)
-            if targets.map_reduce(_finite_targets_block)[0] > 0:
+            targets = targets.map_blocks(as_float_block, None, np.float64)
+            if targets.map_reduce(finite_targets_block)[0] > 0:
                 raise ValueError("y contains NaN or infinity")
         if sw is not None and check_sample_weight_blocks(sw)[0] <= 0:
             raise ValueError("sample_weight is zero for every row; at least one row needs a positive weight")

@@ -475,11 +475,14 @@ def test_train_on_workers_too_small_for_the_fit_exits_with_one_line(tmp_path):
     assert done.returncode == 1, done.stderr[-2000:]
     lines = [line for line in done.stderr.splitlines() if line.startswith("dsvm train: error:")]
     assert len(lines) == 1, done.stderr[-2000:]
-    # What the fit needs and what the worker has.  Here the check before the work refuses it (the worker
-    # holds about 180 MiB with dsvm loaded, 3-5 MiB too much); a worker process a little smaller would pass
-    # the check and then be paused by Dask, which stops the fit after dsvm.paused-timeout.
+    # What the fit needs and what the worker has.  Which of three errors says it depends on how much an idle
+    # worker of this environment holds: the check before the work refuses the fit (the worker holds too much
+    # with dsvm loaded); a worker a little smaller passes the check and is then paused by Dask, which stops
+    # the fit after dsvm.paused-timeout; one that grows past 95 % is restarted by its nanny until Dask gives
+    # the task up.
     line = lines[0]
     assert re.search(r"too little memory .* 362.4 MiB memory limit, .* holds [\d.]+ MiB with dsvm loaded, leaving "
                      r"[\d.]+ MiB; the computation needs [\d.]+ MiB there", line) or \
-        re.search(r"has been paused by Dask for lack of memory for 20 s: .* holds [\d.]+ MiB of its 362.4 MiB limit", line)
+        re.search(r"has been paused by Dask for lack of memory for 20 s: .* holds [\d.]+ MiB of its 362.4 MiB limit", line) \
+        or re.search(r"Dask workers died \d+ times running the same task .* Each worker has 362.4 MiB of memory", line)
     assert not (tmp_path / "m.npz").exists()

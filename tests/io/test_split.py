@@ -111,21 +111,27 @@ class PeakRSS(threading.Thread):
 
 @pytest.mark.slow
 def test_a_dataset_three_times_a_workers_memory_is_split_without_loading_it(tmp_path):
-    """1.2 GB of rows split on one worker of 400 MB: neither the worker nor this process ever holds the
-    data (the worker would be paused or killed, and dsvm would stop with an error)."""
+    """Rows three times a worker's memory limit split on that one worker: neither the worker nor this
+    process ever holds the data (the worker would be paused or killed, and dsvm would stop with an error).
+    The limit leaves the split's need (about 140 MiB: four stored chunks and a heap) above what an idle
+    worker of this environment holds."""
     distributed = pytest.importorskip("distributed")
+    import dask
     import dask.array as da
+    from procs import idle_worker_mib
 
-    n, p = 1_000_000, 300  # 1.2 GB of float32
-    rows = 16_384  # chunks of 19 MiB: a split task holds about three
+    held = idle_worker_mib("dsvm.io.split", "dsvm.blocks.dask_blocks")
+    limit = int((held + 200) / 0.8 * 2**20)  # Dask pauses a worker at 80 % of its limit
+    p, rows = 300, 16_384  # chunks of 19 MiB: a split task holds about three
+    n = -(-3 * limit // (4 * p * rows)) * rows
     X = da.random.default_rng(0).standard_normal((n, p), chunks=(rows, p), dtype=np.float32)
     y = da.from_array(np.random.default_rng(1).integers(0, 2, n), chunks=rows)
-    limit = 400 * 10**6
+    with dask.config.set(scheduler="threads"):  # written here, so that the worker starts fresh
+        ds = write_dataset(tmp_path / "big.zarr", X, y, chunk_rows=rows)
+    assert ds.n_samples * ds.n_features * 4 >= 3 * limit
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, memory_limit=limit, processes=True,
                                   dashboard_address=None, host="127.0.0.1") as cluster, \
             distributed.Client(cluster) as client:
-        ds = write_dataset(tmp_path / "big.zarr", X, y, chunk_rows=rows)
-        assert ds.n_samples * ds.n_features * 4 >= 3 * limit
         workers = set(client.scheduler_info()["workers"])
         sampler = PeakRSS()
         sampler.start()
@@ -137,5 +143,5 @@ def test_a_dataset_three_times_a_workers_memory_is_split_without_loading_it(tmp_
         assert set(client.scheduler_info()["workers"]) == workers, "the worker died"
     assert "Pausing worker" not in logs
     assert test.n_samples == int(np.sum(np.rint(0.2 * ds.class_counts))) and train.n_samples + test.n_samples == n
-    # this process never held more than a few chunks (one is 19.7 MiB; the data is 1.2 GB)
+    # this process never held more than a few chunks (one is 19.7 MiB; the data is over 1.2 GB)
     assert sampler.peak - sampler.start_rss < 100 * 2**20
