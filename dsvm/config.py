@@ -9,9 +9,12 @@ or with an environment variable, e.g.::
 Keys
 ----
 scratch-directory
-    Where spilled feature blocks go (``feature_store="zarr"``); default: Dask's
+    Where spilled feature blocks go (``feature_store="disk"``); default: Dask's
     ``temporary-directory`` or the system temporary directory.  On a cluster it
     must be visible to all workers.
+direct-io
+    Read and write the scratch feature store with ``O_DIRECT`` (default true;
+    filesystems that refuse it get buffered I/O anyway).
 memory-fraction
     Share of the cluster's memory that persisted feature blocks may take
     before ``feature_store="auto"`` streams them from disk instead.
@@ -46,6 +49,7 @@ import dask.config
 
 DEFAULTS: dict[str, Any] = {
     "scratch-directory": None,
+    "direct-io": True,
     "memory-fraction": 0.4,
     "block-bytes": 128 * 2**20,
     "task-memory-share": 16,

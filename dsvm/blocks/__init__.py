@@ -8,7 +8,8 @@ only training-side code that imports ``dask.array`` and ``distributed``: it
 also answers what the cluster offers (:mod:`dsvm.blocks.resources`), hashes
 rows independently of the blocking (:mod:`dsvm.blocks.rowhash`) and makes
 the scratch folders spilled blocks and temporary datasets go to
-(:mod:`dsvm.blocks.scratch`).
+(:mod:`dsvm.blocks.scratch`), where :func:`spill_blocks` writes row blocks
+as raw files read back with ``O_DIRECT`` (:mod:`dsvm.blocks.file_blocks`).
 """
 
 from ..exceptions import NoWorkersError, WorkerMemoryError
@@ -23,6 +24,7 @@ from .convert import (
     row_index_blocks,
 )
 from .dask_blocks import TaskFootprint, active_client, compute
+from .file_blocks import BlockReduction, current_block_key, spill_blocks
 from .interface import TREE_FANIN, RowBlocks, tree_add, tree_sum
 from .resources import (
     available_memory,
@@ -47,7 +49,7 @@ from .scratch import (
 )
 
 __all__ = [
-    "RowBlocks", "TREE_FANIN", "tree_add", "tree_sum",
+    "RowBlocks", "TREE_FANIN", "tree_add", "tree_sum", "spill_blocks", "BlockReduction", "current_block_key",
     "as_row_blocks", "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result", "is_dask_array",
     "is_dask_collection", "check_dask_X", "compute", "TaskFootprint", "NoWorkersError", "WorkerMemoryError",
     "active_client", "available_threads", "cluster_memory", "task_memory_budget", "task_sized_blocks",
