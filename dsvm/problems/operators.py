@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 
 from ..blocks import RowBlocks, available_memory, row_uniform
+from .margin_cache import IN_PROCESS
 from .losses import (
+    GramDelta,
     hinge_loss_block,
     labels_pm1,
     row_costs,
@@ -84,10 +86,11 @@ class LossOperator:
     ----------
     n_passes : int
         Passes over the rows so far.
-    margin_cache : dict or None
-        Margins of in-process blocks at the last points evaluated
-        (:class:`~dsvm.problems.losses.MarginCache`); None turns caching off
-        (distributed blocks recompute them).
+    margin_cache : dict, str or None
+        Where the margins at the last points evaluated are kept
+        (:class:`~dsvm.problems.margin_cache.MarginCache`): this dict for
+        in-process blocks, each worker process for distributed ones
+        (:data:`~dsvm.problems.margin_cache.IN_PROCESS`); None turns caching off.
     """
 
     _pass_fn = None
@@ -100,7 +103,7 @@ class LossOperator:
         self.fixed_params = fixed_params
         self.fit_intercept = bool(fit_intercept)
         self.n_passes = 0
-        self.margin_cache: dict | None = None if features.is_distributed else {}
+        self.margin_cache: dict | str | None = IN_PROCESS if features.is_distributed else {}
 
     @property
     def n_rows(self) -> int:
@@ -134,7 +137,9 @@ class LossOperator:
         self.n_passes += 1
         grad = out["grad"]
         hess = out["hess"]
-        if hess is not None:
+        if isinstance(hess, GramDelta):
+            hess = 2.0 * hess.matrix()
+        elif hess is not None:
             # packed (1-d) from other processes, a matrix in this one, or a scalar 0.0
             # when no block had a row to add (see losses._GramSum.result)
             if np.ndim(hess) == 1:
