@@ -5,10 +5,19 @@ from .decision import decision_block, decision_blocks, decisions, labels_from_de
 from .features import FEATURE_STORES, FeatureStore, plan_feature_store
 from .losses import GramDelta, labels_pm1, row_costs
 from .margin_cache import IN_PROCESS, MarginCache
-from .operators import LossOperator, PassResult, SquaredEpsilonOperator, SquaredHingeOperator, active_row_sample
+from .operators import (
+    LossOperator,
+    PassResult,
+    SquaredEpsilonOperator,
+    SquaredHingeOperator,
+    active_row_sample,
+    opening_evaluations,
+    opening_results,
+)
 
 __all__ = [
     "PassResult", "LossOperator", "SquaredHingeOperator", "SquaredEpsilonOperator", "active_row_sample",
+    "opening_evaluations", "opening_results",
     "FEATURE_STORES", "plan_feature_store", "FeatureStore",
     "decisions", "decision_block", "decision_blocks", "predicted_codes", "labels_from_decision",
     "MarginCache", "IN_PROCESS", "GramDelta", "labels_pm1", "row_costs",
