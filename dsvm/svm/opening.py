@@ -45,8 +45,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["Opening", "opening_size", "subsample_opening"]
 
-#: the subsample solve is counted as this many Gram passes over its rows, besides its features
-SUBSAMPLE_GRAM_PASSES = 3
+#: the subsample solve is counted as this many Gram matrices over its rows, besides its features (the first
+#: over all its rows, then updates)
+SUBSAMPLE_GRAM_PASSES = 2
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Training on data whose feature matrix is several times the workers' memory.
 
 A 3 GB feature matrix (1M rows x 384 components, float64) on two workers of
-1 GiB each: the fit must stream the features from a zarr scratch store, finish
+1 GiB each: the fit must stream the features from the scratch disk store, finish
 without any worker pausing, spilling to its own disk store, restarting or
 dying, and give the model of the same data trained in memory.
 """
@@ -34,7 +34,7 @@ def test_feature_matrix_three_times_the_cluster_memory(tmp_path):
         logs = client.get_worker_logs()
         spilled = client.run(lambda dask_worker: len(getattr(dask_worker.data, "slow", ())))
 
-    assert model.solver_stats_["feature_store"] in ("zarr", "recompute")
+    assert model.solver_stats_["feature_store"] in ("disk", "recompute")
     assert workers_after == workers_before, "a worker died or was restarted"
     messages = "\n".join(line for log in logs.values() for _, line in log)
     for bad in ("Pausing worker", "Memory use is high", "Restarting worker", "exceeded"):
