@@ -177,6 +177,12 @@ class FeatureMap:
     def n_features_in(self) -> int:
         return self.components.shape[1]
 
+    @property
+    def feature_bound(self) -> float | None:
+        """A bound on every feature's magnitude, where the kernel gives one: 1 for RBF (``‖f(x)‖² ≤ k(x, x) = 1``,
+        the Nyström approximation of ``k(x, x)`` from below), else None."""
+        return 1.0 if self.spec.name == "rbf" else None
+
     def _ready(self) -> tuple[PreparedLandmarks, np.ndarray, object]:
         """``(prepared landmarks, M in the features' dtype, TRMM routine or None)``."""
         ready = self._ready_arrays

@@ -34,18 +34,18 @@ def padded(nbytes: int) -> int:
     return -(-int(nbytes) // ALIGN) * ALIGN
 
 
-def thread_buffer(nbytes: int) -> np.ndarray:
-    """A page-aligned byte buffer of ``padded(nbytes)`` bytes, one per thread, reused by its next call.
+def thread_buffer(nbytes: int, name: str = "block") -> np.ndarray:
+    """A page-aligned byte buffer of ``padded(nbytes)`` bytes, one per thread and ``name``, reused by the next call.
 
-    The thread's next call may hand out the same memory: a caller must be done
-    with it (its I/O finished) before it returns.
+    The thread's next call with that name may hand out the same memory: a
+    caller must be done with it (its I/O finished) before it returns.
     """
     size = padded(nbytes)
-    have = getattr(_LOCAL, "buffer", None)
+    have = getattr(_LOCAL, name, None)
     if have is None or have.nbytes < size:
         have = None  # release the smaller buffer before mapping the larger one
         have = np.frombuffer(mmap.mmap(-1, size), dtype=np.uint8)
-        _LOCAL.buffer = have
+        setattr(_LOCAL, name, have)
     return have[:size]
 
 

@@ -172,3 +172,30 @@ def test_on_a_distributed_cluster(tmp_path, data, local_cluster_client):
         again = stored.map_reduce(_sums, aligned=(yp,), shared=(1.0,), combine=_combine_sums)
     np.testing.assert_allclose(first["F'y"], F.T @ y, rtol=1e-5)
     np.testing.assert_array_equal(again["F'y"], first["F'y"])
+
+
+def _unit(X_block, W, out=None):
+    """Values within [-1, 1], as RBF features are."""
+    return np.tanh(np.matmul(X_block, W, out=out), out=out)
+
+
+def test_sixteen_bit_fixed_point_halves_the_files_and_every_pass_sees_the_same_values(tmp_path, data):
+    X, W, y, F, Xd, yd = data
+    exact = np.tanh(X @ W)
+    then = BlockReduction(_sums, aligned=(yd,), shared=(1.0,), combine=_combine_sums)
+    os.mkdir(tmp_path / "a")
+    stored, first = spill_blocks(Xd, _unit, R, np.float32, str(tmp_path / "a"), shared=(W,), then=then,
+                                 stored="int16")
+    values = stored.compute()
+    assert values.dtype == np.float32
+    # rounded to the nearest step of 1/32767
+    assert np.abs(values - exact).max() <= 0.5 / 32767 + 1e-7
+    np.testing.assert_allclose(values * 32767, np.rint(values * 32767), atol=2e-3)
+    # the reduction made with the blocks saw the decoded values, as the passes do
+    again = stored.map_reduce(_sums, aligned=(yd,), shared=(1.0,), combine=_combine_sums)
+    np.testing.assert_array_equal(again["F'y"], first["F'y"])
+    np.testing.assert_allclose(first["F'y"], values.astype(np.float64).T @ y, rtol=1e-5)
+    sizes = [os.path.getsize(tmp_path / "a" / f"block-{i}.raw") for i in range(4)]
+    assert sizes == [raw_files.padded(c * R * 2) for c in CHUNKS]
+    with pytest.raises(ValueError, match="int16"):
+        spill_blocks(Xd, _unit, R, np.float32, str(tmp_path), shared=(W,), stored="int8")

@@ -295,3 +295,37 @@ def test_kill_9_leftovers_are_removed_by_the_next_run_and_dsvm_clean(tmp_path, t
     assert main(["-q", "clean", str(tmp_path / "tmp")]) == 0
     assert not train_tmp.exists()
     assert f"removed  {train_tmp}  (train: pid {proc.pid} on" in capsys.readouterr().out
+
+
+def test_int16_store_is_planned_for_bounded_features_and_by_the_cost_model(data):
+    from dsvm.problems import plan_store_dtype
+
+    Xd, yd, X, y = data
+    rbf = fit_feature_map(X[:20], make_kernel_spec("rbf", 0.5))
+    poly = fit_feature_map(X[:20], make_kernel_spec("poly", 0.5))
+    assert plan_store_dtype("float32", rbf, 10**6)[0] is None
+    assert plan_store_dtype("int16", rbf, 10**6)[0] == "int16"
+    assert plan_store_dtype("int16", poly, 10**6)[0] is None  # no bound on poly features
+    assert plan_store_dtype("int16", fit_feature_map(X[:20], make_kernel_spec("rbf", 0.5), dtype=np.float64),
+                            10**6)[0] is None
+    with dask.config.set({"dsvm.disk-bandwidth": 1e8}):  # a slow disk: the bytes saved pay for the decoding
+        stored, why = plan_store_dtype("auto", rbf, 10**6)
+        assert stored == "int16" and "saves" in why
+    with dask.config.set({"dsvm.disk-bandwidth": 1e12}):
+        assert plan_store_dtype("auto", rbf, 10**6)[0] is None
+    with pytest.raises(ValueError, match="feature-store-dtype"):
+        plan_store_dtype("float16", rbf, 10)
+
+
+def test_int16_store_gives_the_model_to_its_rounding(tmp_path, data):
+    Xd, yd, X, y = data
+    params = dict(C=3.0, gamma=0.4, n_components=60, random_state=0, tol=1e-8)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        ref = NystroemSVC(**params, feature_store="disk").fit(Xd, yd)
+        with dask.config.set({"dsvm.feature-store-dtype": "int16"}):
+            m = NystroemSVC(**params, feature_store="disk").fit(Xd, yd)
+    # features 1.5e-5 apart at most: the objective moves by about that much relative, decisions by a little more
+    np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-4)
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), atol=2e-3)
+    assert not np.array_equal(m.coef_, ref.coef_)  # the stored features did change
+    assert os.listdir(tmp_path) == []
