@@ -25,8 +25,12 @@ class KernelColumnsMap:
         self.dtype = np.dtype(prep.dtype)
         self.n_output = self.n_components = int(prep.landmarks.shape[0])
 
-    def transform_block(self, X_block):
-        return kernel_block(X_block, self.prep)
+    def transform_block(self, X_block, out: np.ndarray | None = None) -> np.ndarray:
+        K = kernel_block(X_block, self.prep)
+        if out is None:
+            return K
+        out[...] = K
+        return out
 
 
 class ProjectedMap:
@@ -37,5 +41,5 @@ class ProjectedMap:
         self.dtype = np.dtype(dtype)
         self.n_components, self.n_output = self.M.shape
 
-    def transform_block(self, K_block):
-        return K_block[:, : self.n_components] @ self.M
+    def transform_block(self, K_block, out: np.ndarray | None = None) -> np.ndarray:
+        return np.matmul(K_block[:, : self.n_components], self.M, out=out)

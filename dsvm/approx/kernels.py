@@ -11,7 +11,14 @@ The RBF kernel uses ``||x||² + ||l||² − 2 x·l`` so that the bulk of the wor
 one GEMM.  To keep that expansion accurate in float32, rows and landmarks are
 first shifted by the landmarks' mean (distances do not change, the norms that
 cancel become small); for sparse rows the shift is folded into the products so
-the block is never densified.
+the block is never densified.  Dense rows go through one augmented GEMM whose
+product is the exponent itself (:func:`kernel_rows`, :func:`kernel_slab`)::
+
+    [x − s, −γ‖x − s‖², 1] · [2γ(l − s), 1, −γ‖l − s‖²]ᵀ = −γ‖x − l‖²
+
+so a block of kernel values costs that GEMM and two element-wise passes
+(``min(·, 0)``, ``exp``) made in place, slab by slab when the caller wants the
+slab to stay in the CPU cache (:meth:`dsvm.approx.FeatureMap.transform_block`).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from ..options import GAMMA_STRINGS, KERNELS
 
 __all__ = ["KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
            "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_matrix",
-           "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS"]
+           "kernel_rows", "kernel_slab", "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,8 @@ class PreparedLandmarks:
     shift_dot_landmarks: np.ndarray | None  # (k,) float64: shift · (l - shift)
     dtype: np.dtype
     landmarks64: np.ndarray | None = None  # float64 copy for sparse rows (products are not BLAS there)
+    # RBF: (p + 2, k) in ``dtype``, [2γ(l − s); 1; −γ‖l − s‖²] (the landmark side of the augmented GEMM)
+    augmented: np.ndarray | None = None
 
     @property
     def n_features(self) -> int:
@@ -169,14 +178,20 @@ def prepare_landmarks(landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32)
     if spec.name == "rbf":
         shift = L.mean(axis=0)
         Lc = L - shift
+        sq = np.einsum("ij,ij->i", Lc, Lc)
+        augmented = np.empty((L.shape[1] + 2, L.shape[0]))
+        augmented[:-2] = 2.0 * spec.gamma * Lc.T
+        augmented[-2] = 1.0
+        augmented[-1] = -spec.gamma * sq
         return PreparedLandmarks(
             spec=spec,
             landmarks=np.ascontiguousarray(Lc, dtype=dtype),
-            landmark_sq_norms=np.einsum("ij,ij->i", Lc, Lc),
+            landmark_sq_norms=sq,
             shift=shift,
             shift_dot_landmarks=Lc @ shift,
             dtype=dtype,
             landmarks64=np.ascontiguousarray(Lc),
+            augmented=np.ascontiguousarray(augmented, dtype=dtype),
         )
     return PreparedLandmarks(
         spec=spec,
@@ -246,25 +261,42 @@ DENSIFY_MAX_FEATURES = 1024
 DENSIFY_SLAB_ROWS = 8192
 
 
-def kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
-    """Kernel matrix ``K(X, landmarks)`` of one row block, dense, in ``prep.dtype``."""
-    if sp.issparse(X) and X.shape[1] <= DENSIFY_MAX_FEATURES and X.shape[0] > 0:
-        Xs = _as_csr(X)
-        out = np.empty((Xs.shape[0], prep.landmarks.shape[0]), dtype=prep.dtype)
-        for s in range(0, Xs.shape[0], DENSIFY_SLAB_ROWS):
-            out[s : s + DENSIFY_SLAB_ROWS] = _kernel_block(Xs[s : s + DENSIFY_SLAB_ROWS].toarray(), prep)
+def kernel_rows(X, prep: PreparedLandmarks) -> np.ndarray:
+    """Dense rows made ready for :func:`kernel_slab`, in ``prep.dtype`` (C order).
+
+    RBF: the augmented rows ``[x − s, −γ‖x − s‖², 1]`` (the shift ``s`` taken in
+    float64, the norms accumulated in float64); other kernels: the rows as they are.
+    """
+    Xd = np.asarray(X)
+    if prep.augmented is None:
+        return np.ascontiguousarray(Xd, dtype=prep.dtype)
+    n, p = Xd.shape
+    rows = np.empty((n, p + 2), dtype=prep.dtype)
+    centred = rows[:, :p]
+    np.subtract(Xd, prep.shift, out=centred, casting="same_kind")
+    rows[:, p] = -prep.spec.gamma * np.einsum("ij,ij->i", centred, centred, dtype=np.float64)
+    rows[:, p + 1] = 1.0
+    return rows
+
+
+def kernel_slab(rows: np.ndarray, prep: PreparedLandmarks, out: np.ndarray) -> np.ndarray:
+    """``K(rows, landmarks)`` into ``out`` (``len(rows) x k``, ``prep.dtype``): one GEMM, then element-wise in place.
+
+    ``rows`` come from :func:`kernel_rows`.  A squared distance is never
+    negative, so the RBF exponent is clipped at 0 (rounding can make it
+    slightly positive for a row equal to a landmark).
+    """
+    if prep.augmented is not None:
+        np.matmul(rows, prep.augmented, out=out)
+        np.minimum(out, 0.0, out=out)
+        np.exp(out, out=out)
         return out
-    return _kernel_block(X, prep)
+    np.matmul(rows, prep.landmarks.T, out=out)
+    return _finish_inner_product_kernel(out, prep.spec)
 
 
-def _kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
-    spec = prep.spec
-    if spec.name == "rbf":
-        K = sq_distances(X, prep)
-        K *= -spec.gamma
-        np.exp(K, out=K)
-        return K
-    K = _cross(X, prep).astype(prep.dtype, copy=False)
+def _finish_inner_product_kernel(K: np.ndarray, spec: KernelSpec) -> np.ndarray:
+    """poly, sigmoid and linear from the inner products ``K = X Lᵀ``, in place."""
     if spec.name == "linear":
         return K
     if spec.gamma != 1.0:
@@ -277,6 +309,26 @@ def _kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
         return K
     np.tanh(K, out=K)  # sigmoid
     return K
+
+
+def kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
+    """Kernel matrix ``K(X, landmarks)`` of one row block, dense, in ``prep.dtype``."""
+    if sp.issparse(X) and X.shape[1] <= DENSIFY_MAX_FEATURES and X.shape[0] > 0:
+        Xs = _as_csr(X)
+        out = np.empty((Xs.shape[0], prep.landmarks.shape[0]), dtype=prep.dtype)
+        for s in range(0, Xs.shape[0], DENSIFY_SLAB_ROWS):
+            dense = Xs[s : s + DENSIFY_SLAB_ROWS].toarray()
+            kernel_slab(kernel_rows(dense, prep), prep, out[s : s + DENSIFY_SLAB_ROWS])
+        return out
+    if not sp.issparse(X):
+        out = np.empty((X.shape[0], prep.landmarks.shape[0]), dtype=prep.dtype)
+        return kernel_slab(kernel_rows(X, prep), prep, out)
+    if prep.spec.name == "rbf":
+        K = sq_distances(X, prep)
+        K *= -prep.spec.gamma
+        np.exp(K, out=K)
+        return K
+    return _finish_inner_product_kernel(_cross(X, prep).astype(prep.dtype, copy=False), prep.spec)
 
 
 def kernel_diagonal(X, spec: KernelSpec) -> np.ndarray:

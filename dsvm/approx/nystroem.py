@@ -17,7 +17,14 @@ Following scikit-learn's ``Nystroem`` the stored attribute is
 ``K(X, components) @ normalization.T`` for both maps.
 
 Pure numpy: the block function :meth:`FeatureMap.transform_block` is what the
-Dask layer maps over row blocks.
+Dask layer maps over row blocks.  It runs slab by slab (:func:`slab_rows`
+rows at a time): the kernel slab, computed by one GEMM and two in-place
+element-wise passes (:func:`~dsvm.approx.kernels.kernel_slab`), stays in the
+CPU cache until the projection GEMM (or TRMM) reads it and writes the slab's
+features; the ``n x k`` kernel block is never held.  Everything is in the
+features' dtype (float32 by default).  Rows of sparse blocks with at most
+:data:`~dsvm.approx.kernels.DENSIFY_MAX_FEATURES` columns are densified slab
+by slab; wider sparse blocks keep the CSR kernel and one projection.
 """
 
 from __future__ import annotations
@@ -29,11 +36,30 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.blas
 import scipy.linalg.lapack
+import scipy.sparse as sp
 
 from ..blas import blas_for_order
-from .kernels import KernelSpec, PreparedLandmarks, kernel_block, kernel_matrix, prepare_landmarks
+from . import kernels
+from .kernels import (
+    KernelSpec,
+    PreparedLandmarks,
+    kernel_block,
+    kernel_matrix,
+    kernel_rows,
+    kernel_slab,
+    prepare_landmarks,
+)
 
 logger = logging.getLogger(__name__)
+
+# A kernel slab of about this many bytes stays in a core's L2 cache between the GEMM that
+# writes it and the projection that reads it (256 rows at k = 1000 in float32)
+SLAB_BYTES = 2**20
+
+
+def slab_rows(k: int, itemsize: int) -> int:
+    """Rows of one kernel slab of the fused transform: about :data:`SLAB_BYTES`, between 64 and 1024."""
+    return int(min(1024, max(64, SLAB_BYTES // max(1, k * itemsize))))
 
 DEFAULT_EIG_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-10}
 
@@ -151,6 +177,12 @@ class FeatureMap:
     def n_features_in(self) -> int:
         return self.components.shape[1]
 
+    @property
+    def feature_bound(self) -> float | None:
+        """A bound on every feature's magnitude, where the kernel gives one: 1 for RBF (``‖f(x)‖² ≤ k(x, x) = 1``,
+        the Nyström approximation of ``k(x, x)`` from below), else None."""
+        return 1.0 if self.spec.name == "rbf" else None
+
     def _ready(self) -> tuple[PreparedLandmarks, np.ndarray, object]:
         """``(prepared landmarks, M in the features' dtype, TRMM routine or None)``."""
         ready = self._ready_arrays
@@ -167,22 +199,60 @@ class FeatureMap:
             self._ready_arrays = ready
         return ready
 
-    def transform_block(self, X_block) -> np.ndarray:
-        """Features of one row block (dense or CSR), shape ``(n_block, r)``."""
+    def transform_block(self, X_block, out: np.ndarray | None = None) -> np.ndarray:
+        """Features of one row block (dense or CSR), shape ``(n_block, r)``.
+
+        ``out``, if given, receives them (C-contiguous, ``(n_block, r)``, the
+        map's dtype) and is returned: a feature store hands its write buffer.
+        """
         prep, M, trmm = self._ready()
-        K = kernel_block(X_block, prep)
-        if trmm is None or K.shape[0] == 0:
-            return K @ M
-        # F = K M with M upper triangular: Fᵀ = Mᵀ Kᵀ in place on the kernel block (Kᵀ is
-        # Fortran-ordered), half the flops of the GEMM
-        K = np.ascontiguousarray(K, dtype=M.dtype)
-        return trmm(1.0, M, K.T, side=0, lower=0, trans_a=1, overwrite_b=1).T
+        n = X_block.shape[0]
+        shape = (n, self.n_output)
+        if out is None:
+            out = np.empty(shape, dtype=self.dtype)
+        elif out.shape != shape or out.dtype != self.dtype or not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous {self.dtype} array of shape {shape}, "
+                             f"got {out.dtype} {out.shape}")
+        if n == 0:
+            return out
+        if sp.issparse(X_block) and X_block.shape[1] > kernels.DENSIFY_MAX_FEATURES:
+            _project(kernel_block(X_block, prep), M, trmm, out)  # the CSR kernel: never densified
+            return out
+        slab = np.empty((slab_rows(M.shape[0], out.itemsize), M.shape[0]), dtype=self.dtype)
+        if not sp.issparse(X_block):
+            _fused_transform(X_block, prep, M, trmm, slab, out)
+            return out
+        Xs = X_block.tocsr()
+        step = kernels.DENSIFY_SLAB_ROWS
+        for s in range(0, n, step):
+            _fused_transform(Xs[s : s + step].toarray(), prep, M, trmm, slab, out[s : s + step])
+        return out
 
     def __getstate__(self):
         # Ship only the defining arrays; workers rebuild the cast copies lazily.
         state = dict(self.__dict__)
         state["_ready_arrays"] = None
         return state
+
+
+def _project(K: np.ndarray, M: np.ndarray, trmm, out: np.ndarray) -> None:
+    """``out = K M``: a GEMM, or for upper-triangular ``M`` a TRMM in place on ``K`` (half the flops)."""
+    if trmm is None:
+        np.matmul(K, M, out=out)
+        return
+    # Fᵀ = Mᵀ Kᵀ on the kernel rows (Kᵀ is Fortran-ordered: no copy), then the rows into out
+    K = np.ascontiguousarray(K, dtype=M.dtype)
+    out[...] = trmm(1.0, M, K.T, side=0, lower=0, trans_a=1, overwrite_b=1).T
+
+
+def _fused_transform(X: np.ndarray, prep: PreparedLandmarks, M: np.ndarray, trmm, slab: np.ndarray,
+                     out: np.ndarray) -> None:
+    """Features of dense rows ``X`` into ``out``, one cache-sized kernel slab (``slab``'s rows) at a time."""
+    rows = kernel_rows(X, prep)
+    step = slab.shape[0]
+    for a in range(0, rows.shape[0], step):
+        b = min(a + step, rows.shape[0])
+        _project(kernel_slab(rows[a:b], prep, slab[: b - a]), M, trmm, out[a:b])
 
 
 FEATURE_MAPS = ("eigen", "cholesky")

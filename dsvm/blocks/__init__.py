@@ -9,7 +9,8 @@ also answers what the cluster offers (:mod:`dsvm.blocks.resources`), waits
 on it without ever waiting silently (:mod:`dsvm.blocks.waiting`), hashes
 rows independently of the blocking (:mod:`dsvm.blocks.rowhash`) and makes
 the scratch folders spilled blocks and temporary datasets go to
-(:mod:`dsvm.blocks.scratch`).
+(:mod:`dsvm.blocks.scratch`), where :func:`spill_blocks` writes row blocks
+as raw files read back with ``O_DIRECT`` (:mod:`dsvm.blocks.file_blocks`).
 """
 
 from ..exceptions import NoWorkersError, WorkerMemoryError, WorkersPausedError
@@ -26,6 +27,7 @@ from .convert import (
     row_index_blocks,
 )
 from .dask_blocks import active_client, compute
+from .file_blocks import BlockReduction, current_block_key, spill_blocks
 from .waiting import TaskFootprint, gather
 from .interface import TREE_FANIN, RowBlocks, tree_add, tree_sum
 from .resources import (
@@ -55,7 +57,7 @@ from .scratch import (
 )
 
 __all__ = [
-    "RowBlocks", "TREE_FANIN", "tree_add", "tree_sum",
+    "RowBlocks", "TREE_FANIN", "tree_add", "tree_sum", "spill_blocks", "BlockReduction", "current_block_key",
     "as_row_blocks", "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result", "is_dask_array",
     "is_dask_collection", "is_dask_frame", "dask_frame_input", "check_dask_X", "compute", "gather", "TaskFootprint",
     "NoWorkersError", "WorkerMemoryError", "WorkersPausedError", "active_client", "available_threads", "cluster_memory",

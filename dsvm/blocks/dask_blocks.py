@@ -19,7 +19,6 @@ import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
-import zarr
 from dask.base import is_dask_collection
 from dask.core import flatten
 from distributed import default_client, futures_of
@@ -30,7 +29,7 @@ from .waiting import PinnedWorkerLost, TaskFootprint, gather
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DaskBlocks", "TaskFootprint", "compute", "active_client", "check_row_chunks", "LARGE_GRAPH"]
+__all__ = ["DaskBlocks", "TaskFootprint", "compute", "active_client", "check_row_chunks", "shared_key", "LARGE_GRAPH"]
 
 
 def active_client():
@@ -52,7 +51,7 @@ def check_row_chunks(array, what: str = "X") -> None:
         )
 
 
-def _shared_key(obj: Any):
+def shared_key(obj: Any):
     """Wrap one shared argument as a single graph key.
 
     The object travels inside the graph (once, whatever the number of tasks)
@@ -72,21 +71,6 @@ LARGE_GRAPH = {"distributed.admin.large-graph-warning-threshold": "1GB"}
 
 def _take_block_rows(block, local_idx):
     return block[local_idx]
-
-
-def _write_zarr_block(block, path, index):
-    if not os.path.isdir(path):  # the fit ended (and removed its store) while this task waited
-        raise FileNotFoundError(f"scratch store {path} no longer exists")
-    arr = zarr.create_array(
-        store=f"{path}/block-{index}", shape=block.shape, chunks=block.shape, dtype=block.dtype,
-        compressors=None, overwrite=True,
-    )
-    arr[...] = block
-    return block.shape[0]
-
-
-def _read_zarr_block(path, index):
-    return zarr.open_array(f"{path}/block-{index}", mode="r")[...]
 
 
 class _OffsetCall:
@@ -245,7 +229,7 @@ class DaskBlocks(RowBlocks):
                 return result
         blocks = self.delayed_blocks()
         extra = [a.delayed_blocks() if a is not None else [None] * len(blocks) for a in aligned]
-        shared_keys = [_shared_key(s) for s in shared]
+        shared_keys = [shared_key(s) for s in shared]
         call = dask.delayed(fn, pure=True)
         parts = [call(b, *[e[i] for e in extra], *shared_keys) for i, b in enumerate(blocks)]
         add = dask.delayed(combine, pure=True)
@@ -257,7 +241,7 @@ class DaskBlocks(RowBlocks):
         return result
 
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
-        args = [a.array if a is not None else None for a in aligned] + [_shared_key(s) for s in shared]
+        args = [a.array if a is not None else None for a in aligned] + [shared_key(s) for s in shared]
         if n_cols is None:
             chunks = (self.array.chunks[0],)
             meta = np.empty((0,), dtype=dtype)
@@ -295,9 +279,9 @@ class DaskBlocks(RowBlocks):
     def fold(self, fn, state, aligned=(), shared=(), order=None):
         blocks = self.delayed_blocks()
         extra = [a.delayed_blocks() if a is not None else [None] * len(blocks) for a in aligned]
-        shared_keys = [_shared_key(s) for s in shared]
+        shared_keys = [shared_key(s) for s in shared]
         step = dask.delayed(fn, pure=True)
-        current = _shared_key(state)
+        current = shared_key(state)
         for i in (range(len(blocks)) if order is None else order):
             current = step(blocks[i], *[e[i] for e in extra], current, *shared_keys)
         (result,) = compute(current, footprint=self.footprint)
@@ -328,24 +312,6 @@ class DaskBlocks(RowBlocks):
         if len(new) == len(chunks):
             return self
         return DaskBlocks(self.array.rechunk({0: tuple(new)}), self.footprint)
-
-    def spill(self, path: str) -> "DaskBlocks":
-        """Write every block once to a zarr store under ``path``; return blocks that read it back.
-
-        One zarr array per block (named by its index), uncompressed, so
-        irregular row chunks need no rechunking and a pass reads each block
-        with one request.  ``path`` must be visible to every worker.
-        """
-        blocks = self.delayed_blocks()
-        write = dask.delayed(_write_zarr_block, pure=False)
-        compute(*[write(b, path, i) for i, b in enumerate(blocks)], footprint=self.footprint)
-        read = dask.delayed(_read_zarr_block, pure=True)
-        n_cols = self.array.shape[1]
-        parts = [
-            da.from_delayed(read(path, i), shape=(c, n_cols), dtype=self.array.dtype)
-            for i, c in enumerate(self.chunks)
-        ]
-        return DaskBlocks(da.concatenate(parts, axis=0), self.footprint)
 
     def persist(self):
         """Keep the blocks in (cluster) memory; waits until they are there."""

@@ -99,9 +99,6 @@ class InMemoryBlocks(RowBlocks):
     def compress(self, mask: RowBlocks) -> "InMemoryBlocks":
         return InMemoryBlocks([b[np.asarray(m, dtype=bool)] for b, m in zip(self.blocks, mask.blocks)])
 
-    def spill(self, path: str) -> "InMemoryBlocks":
-        raise NotImplementedError("in-process row blocks are in memory already; spill() is for Dask blocks")
-
     def iter_blocks(self, batch: int = 4):
         yield from self.blocks
 

@@ -2,7 +2,8 @@
 
 A :class:`RowBlocks` is a sequence of row blocks (dense ``numpy`` arrays,
 ``scipy.sparse`` CSR matrices or 1-d vectors), held in this process or
-spread over a Dask cluster (the two implementations of :mod:`dsvm.blocks`).
+spread over a Dask cluster, or in raw files on a scratch disk (the
+implementations of :mod:`dsvm.blocks`).
 The rest of the package sees these operations:
 
 * :meth:`RowBlocks.map_reduce` — apply a pure numpy function to every block
@@ -13,9 +14,10 @@ The rest of the package sees these operations:
 * :meth:`RowBlocks.fold` — a sequential scan over the blocks (stochastic solvers);
 * :meth:`RowBlocks.take` — gather a few rows (landmarks) in one pass;
 * :meth:`RowBlocks.select_blocks`, :meth:`RowBlocks.compress` — sub-problems of
-  in-process blocks (cross-validation folds, row subsamples) without a pass;
-* :meth:`RowBlocks.spill` — write Dask blocks to a scratch store once and read
-  them back from there every pass.
+  in-process blocks (cross-validation folds, row subsamples) without a pass.
+
+Dask row blocks too large for memory are written once to raw files by
+:func:`dsvm.blocks.spill_blocks` and read back from there every pass.
 """
 
 from __future__ import annotations
@@ -141,14 +143,6 @@ class RowBlocks:
         """The rows where the aligned boolean ``mask`` is true, block by block (copies).
 
         In-process blocks only (``NotImplementedError`` for Dask blocks).
-        """
-        raise NotImplementedError
-
-    def spill(self, path: str) -> "RowBlocks":
-        """Write every block once to a zarr store under ``path``; blocks that read it back from there.
-
-        Dask blocks only (in-process blocks are in memory already): ``path``
-        must be visible to every worker.
         """
         raise NotImplementedError
 

@@ -1,8 +1,11 @@
-"""The feature stage of a fit: ``F = K(X, L) · M`` kept in memory, in a scratch store, or recomputed.
+"""The feature stage of a fit: ``F = K(X, L) · M`` kept in memory, on a scratch disk, or recomputed.
 
 :func:`plan_feature_store` decides where by a small cost model
 (``feature_store="auto"``); :class:`FeatureStore` holds the feature blocks
-for the length of a fit and removes its scratch store afterwards.
+for the length of a fit and removes its scratch store afterwards.  On disk
+the blocks are raw files read with ``O_DIRECT`` (:func:`dsvm.blocks.spill_blocks`);
+a reduction the fit needs over the new features (the solver's first
+evaluations) runs on each block while it is written, so it costs no read.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from contextlib import ExitStack
 import numpy as np
 
 from .. import config
-from ..blocks import RowBlocks, cluster_memory, make_temporary_folder
+from ..blocks import BlockReduction, RowBlocks, cluster_memory, make_temporary_folder, spill_blocks
 from ..checks import check_finite_block
 from ..exceptions import disk_full_error, is_disk_full
 from ..options import FEATURE_STORES
@@ -22,13 +25,22 @@ from ..signals import sigterm_cleanup
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FEATURE_STORES", "plan_feature_store", "FeatureStore"]
+__all__ = ["FEATURE_STORES", "STORE_DTYPES", "plan_feature_store", "plan_store_dtype", "FeatureStore"]
+
+#: values of ``dsvm.feature-store-dtype``
+STORE_DTYPES = ("float32", "int16", "auto")
+#: seconds one thread takes to decode one 16-bit value (a multiply at memory speed: 10 ms per 64 MB of float32)
+DECODE_SECONDS = 1e-9
 
 
-def _feature_block(X_block, fmap, check_finite, offset=0):
+# "zarr" names the disk store in earlier versions' parameters and scripts
+STORE_ALIASES = {"zarr": "disk"}
+
+
+def _feature_block(X_block, fmap, check_finite, offset=0, out=None):
     if check_finite:
         check_finite_block(X_block, offset)
-    return fmap.transform_block(X_block)
+    return fmap.transform_block(X_block) if out is None else fmap.transform_block(X_block, out=out)
 
 
 def plan_feature_store(
@@ -39,10 +51,10 @@ def plan_feature_store(
     ``memory``
         persisted in the (cluster's) memory: when ``F`` takes at most
         ``dsvm.memory-fraction`` of it;
-    ``zarr``
-        written once to a scratch zarr store and streamed every pass;
+    ``disk`` (also requested as ``zarr``)
+        written once to raw files in the scratch directory and read every pass;
     ``recompute``
-        recomputed from ``X`` every pass: chosen over ``zarr`` when the
+        recomputed from ``X`` every pass: chosen over ``disk`` when the
         kernel GEMMs (``2 n k (p + r)`` flops spread over all threads) plus
         reading ``X`` take less time than reading ``F`` back.
     """
@@ -51,7 +63,7 @@ def plan_feature_store(
     if not X.is_distributed:
         return "memory", "in-memory input"
     if requested != "auto":
-        return requested, "requested"
+        return STORE_ALIASES.get(requested, requested), "requested"
     n = X.n_rows
     p = X.n_cols
     f_bytes = float(n) * n_out * itemsize
@@ -65,54 +77,107 @@ def plan_feature_store(
     recompute_s = 2.0 * n * n_components * (p_eff + n_out) / (config.get("flops-per-thread") * threads) + x_bytes / bandwidth
     if recompute_s < read_s:
         return "recompute", f"F = {f_bytes / 2**30:.2f} GiB > memory; recomputing (~{recompute_s:.1f}s/pass) beats reading (~{read_s:.1f}s/pass)"
-    return "zarr", f"F = {f_bytes / 2**30:.2f} GiB > memory; reading from scratch (~{read_s:.1f}s/pass) beats recomputing (~{recompute_s:.1f}s/pass)"
+    return "disk", f"F = {f_bytes / 2**30:.2f} GiB > memory; reading from scratch (~{read_s:.1f}s/pass) beats recomputing (~{recompute_s:.1f}s/pass)"
+
+
+def plan_store_dtype(requested: str, fmap, n_rows: int) -> tuple[str | None, str]:
+    """How the disk store keeps the features: ``(None or "int16", reason)`` (``dsvm.feature-store-dtype``).
+
+    16-bit fixed point needs features of known bound (RBF: within [-1, 1]) in
+    float32.  ``"auto"`` takes it where reading the two bytes it saves per
+    value (``dsvm.disk-bandwidth``) takes longer than decoding it, spread
+    over the cluster's threads.
+    """
+    if requested not in STORE_DTYPES:
+        raise ValueError(f"dsvm.feature-store-dtype={requested!r} is not supported; choose one of {STORE_DTYPES}")
+    if requested == "float32":
+        return None, "float32"
+    bound = getattr(fmap, "feature_bound", None)
+    if bound is None or np.dtype(fmap.dtype) != np.float32:
+        return None, "float32: 16-bit fixed point is for float32 features of a bounded kernel (RBF)"
+    if requested == "int16":
+        return "int16", "int16, requested"
+    values = float(n_rows) * fmap.n_output
+    saved = 2.0 * values / float(config.get("disk-bandwidth"))
+    decode = values * DECODE_SECONDS / cluster_memory()[1]
+    if saved > decode:
+        return "int16", f"int16: reading 2 bytes less per value saves ~{saved:.1f}s a pass, decoding costs ~{decode:.1f}s"
+    return None, f"float32: decoding int16 (~{decode:.1f}s a pass) costs more than the reading it saves (~{saved:.1f}s)"
 
 
 class FeatureStore:
     """The feature blocks ``F = K(X, L) · M`` of one fit, kept as :func:`plan_feature_store` says.
 
-    Use as a context manager: a zarr scratch store is removed on exit, also
+    Use as a context manager: a scratch store on disk is removed on exit, also
     when the fit fails or the process gets SIGTERM (:mod:`dsvm.signals`).
-    The store is a folder ``dsvm-features-PID-*.zarr`` in ``dsvm.scratch-directory``
+    The store is a folder ``dsvm-features-PID-*`` in ``dsvm.scratch-directory``
     with an owner marker; stores that killed runs left there are removed when
     the next one is made (:mod:`dsvm.blocks.scratch`).
+
+    Parameters
+    ----------
+    X : RowBlocks
+    fmap : feature map
+        Anything with ``transform_block(X_block, out=None)``, ``n_output``,
+        ``n_components`` and ``dtype`` (:class:`~dsvm.approx.FeatureMap`).
+    store : str
+        One of :data:`FEATURE_STORES`.
+    check_finite : bool
+        Check every block of ``X`` for NaN and infinity (naming the row).
+    sparse_density : float or None
+        Non-zeros per cell of sparse ``X`` (for the cost model).
+    then : BlockReduction, optional
+        A reduction over the feature blocks (with blocks aligned with ``X``):
+        run on each block while it is written to disk, else in one pass over
+        the new store.  Its result is :attr:`then_result`.
 
     Attributes
     ----------
     features : RowBlocks
         The feature rows, aligned with ``X``.
     kind : str
-        ``"memory"``, ``"zarr"`` or ``"recompute"``.
+        ``"memory"``, ``"disk"`` or ``"recompute"``.
+    then_result
+        The result of ``then`` (None without).
     """
 
-    def __init__(self, X: RowBlocks, fmap, store: str = "auto", check_finite: bool = True, sparse_density=None):
+    def __init__(self, X: RowBlocks, fmap, store: str = "auto", check_finite: bool = True, sparse_density=None,
+                 then: BlockReduction | None = None):
         self.kind, reason = plan_feature_store(
             store, X, fmap.n_output, fmap.n_components, np.dtype(fmap.dtype).itemsize, sparse_density
         )
         logger.info("feature store: %s (%s)", self.kind, reason)
         self.scratch: str | None = None
+        self.then_result = None
         self._exit = ExitStack()
-        lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=(fmap, check_finite), with_offset=True)
-        if self.kind == "memory":
-            self.features = lazy.persist()
-        elif self.kind == "zarr":
+        shared = (fmap, check_finite)
+        if self.kind == "disk":
+            stored, why = plan_store_dtype(config.get("feature-store-dtype"), fmap, X.n_rows)
+            logger.info("feature store on disk: %s", why)
             self._exit.enter_context(sigterm_cleanup())
             try:
                 self.scratch = _scratch_directory()
-                self.features = lazy.spill(self.scratch)
+                self.features, self.then_result = spill_blocks(
+                    X, _feature_block, fmap.n_output, fmap.dtype, self.scratch, shared=shared, with_offset=True,
+                    then=then, direct=bool(config.get("direct-io")), stored=stored,
+                    bound=getattr(fmap, "feature_bound", None) or 1.0)
             except BaseException as exc:
                 base = self.scratch or config.scratch_base()
                 self.close()
                 if is_disk_full(exc):
-                    f_bytes = float(X.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
+                    f_bytes = float(X.n_rows) * fmap.n_output * np.dtype(stored or fmap.dtype).itemsize
                     raise disk_full_error(
                         exc, base, "the scratch feature store", needed=f_bytes,
                         hint="set dsvm.scratch-directory (DASK_DSVM__SCRATCH_DIRECTORY) to a disk with room, or "
                              "use feature_store='recompute'",
                     ) from None
                 raise
-        else:
-            self.features = lazy
+            return
+        lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=shared, with_offset=True)
+        self.features = lazy.persist() if self.kind == "memory" else lazy
+        if then is not None:
+            self.then_result = self.features.map_reduce(then.fn, aligned=then.aligned, shared=then.shared,
+                                                        combine=then.combine)
 
     def close(self) -> None:
         if self.scratch is not None:
@@ -129,4 +194,4 @@ class FeatureStore:
 
 
 def _scratch_directory() -> str:
-    return str(make_temporary_folder(config.scratch_base(), "features", suffix=".zarr"))
+    return str(make_temporary_folder(config.scratch_base(), "features"))

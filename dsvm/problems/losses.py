@@ -28,6 +28,8 @@ import functools
 
 import numpy as np
 
+from .margin_cache import MarginCache
+
 SLAB_ROWS = 8192
 
 
@@ -94,6 +96,14 @@ def unpack_symmetric(packed: np.ndarray) -> np.ndarray:
     return A
 
 
+def scaled_rows(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sqrt(c) F[rows], sqrt(c))`` for the rows of a Gram update (a copy, in F's dtype)."""
+    sc = np.sqrt(c[rows])
+    S = F[rows]
+    S *= sc[:, None].astype(F.dtype)
+    return S, sc
+
+
 class _GramSum:
     """Signed sum ``Σ ± c_i [f_i 1]ᵀ[f_i 1]`` over the rows pushed, in the features' dtype.
 
@@ -114,11 +124,15 @@ class _GramSum:
         self.total = None
 
     def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float = 1.0) -> None:
+        """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
         if not rows.any():
             return
-        sc = np.sqrt(c[rows])
-        S = F[rows]
-        S *= sc[:, None].astype(self.dtype)
+        self.add_scaled(*scaled_rows(F, rows, c), sign)
+
+    def add_scaled(self, S: np.ndarray, sc: np.ndarray, sign: float = 1.0) -> None:
+        """Add or subtract rows already scaled: ``S = sqrt(c) F[rows]``, ``sc = sqrt(c)``."""
+        if not S.shape[0]:
+            return
         self.parts[1.0 if sign > 0 else -1.0].append((S, sc))
         self.n_buffered += S.shape[0]
         if self.n_buffered >= SLAB_ROWS:
@@ -157,6 +171,79 @@ class _GramSum:
         return pack_symmetric(self.total, dtype) if pack else self.total
 
 
+class GramDelta:
+    """The change ``Σ ± c_i [f_i 1]ᵀ[f_i 1]`` of the Gram matrix over the rows that entered (+) or left (−)
+    the active set: the rows themselves while they are few, their Gram matrix once they are many.
+
+    A pass near the solution changes a handful of rows per block; forming an
+    ``(r+1)²`` matrix for them would cost ``r²`` work per block whatever their
+    number (and ``(r+1)²`` numbers to move).  Blocks return their rows
+    (``sqrt(c)``-scaled, in the features' dtype) while there are at most
+    ``r / 2`` of them; sums (:meth:`__add__`, in the tree reduction) join
+    the rows and turn them into a matrix only when they outnumber that.  The
+    matrix is kept as a packed upper triangle (:func:`pack_symmetric`), in the
+    features' dtype when ``pack`` (to travel between processes, as the full
+    Gram's partial sums do), else in float64.
+    """
+
+    def __init__(self, r: int, dtype, pack: bool):
+        self.r, self.dtype, self.pack = int(r), np.dtype(dtype), bool(pack)
+        self.parts: dict[float, list[tuple[np.ndarray, np.ndarray]]] = {1.0: [], -1.0: []}
+        self.n_rows = 0
+        self.packed: np.ndarray | None = None
+
+    @property
+    def max_rows(self) -> int:
+        """Rows kept as rows; beyond, their Gram matrix."""
+        return max(1, self.r // 2)
+
+    def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float) -> None:
+        """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
+        if rows.any():
+            self._add_parts([scaled_rows(F, rows, c)], 1.0 if sign > 0 else -1.0)
+
+    def _add_parts(self, parts: list, sign: float) -> None:
+        self.parts[sign].extend(parts)
+        self.n_rows += sum(S.shape[0] for S, _ in parts)
+        if self.n_rows > self.max_rows:
+            self.materialize()
+
+    def materialize(self) -> None:
+        """Turn the rows kept so far into (a term of) the packed Gram matrix."""
+        if not self.n_rows:
+            return
+        gram = _GramSum(self.r, self.dtype)
+        for sign, parts in self.parts.items():
+            for S, sc in parts:
+                gram.add_scaled(S, sc, sign)
+        packed = gram.result(True, self.dtype if self.pack else np.float64)
+        self.packed = packed if self.packed is None else self.packed + packed
+        self.parts, self.n_rows = {1.0: [], -1.0: []}, 0
+
+    def __add__(self, other):
+        if not isinstance(other, GramDelta):  # the 0.0 or None of an empty reduction
+            return self
+        out = GramDelta(self.r, self.dtype, self.pack)
+        for part in (self, other):
+            if part.packed is not None:
+                out.packed = part.packed if out.packed is None else out.packed + part.packed
+        for sign in (1.0, -1.0):
+            out.parts[sign] = self.parts[sign] + other.parts[sign]
+        out.n_rows = self.n_rows + other.n_rows
+        if out.n_rows > out.max_rows:
+            out.materialize()
+        return out
+
+    __radd__ = __add__
+
+    def matrix(self) -> np.ndarray:
+        """The change as an ``(r+1) x (r+1)`` float64 matrix."""
+        self.materialize()
+        if self.packed is None:
+            return np.zeros((self.r + 1, self.r + 1))
+        return unpack_symmetric(self.packed)
+
+
 # --------------------------------------------------------------------------
 # The two residual models: (residual, d residual²/dm factor, active) of margins
 
@@ -180,46 +267,6 @@ def _eps_residual(m: np.ndarray, y: np.ndarray, eps: float):
 
 def _eps_residual_grid(m0, dm, t, y, eps):
     return np.maximum(0.0, np.abs(m0[:, None] + dm[:, None] * t[None, :] - y[:, None]) - eps)
-
-
-class MarginCache:
-    """Margins ``F w + b`` of in-process blocks at the last points a solve evaluated.
-
-    A Newton pass needs the margins at its current point ``x0`` and at the
-    trial point ``x1``; ``x0`` is the previous pass's ``x1``, so keeping each
-    block's margins from one pass to the next saves one of the pass's three
-    products with ``F`` (the other two, ``F w1`` and the gradient ``Fᵀ g``,
-    are new).  Only for blocks held in this process (the operator makes one
-    store per problem); keyed by the block object itself, so a block that is
-    not the one cached is never served another's margins.  Values are the
-    same floats a recomputation gives: one cached product is a slab-by-slab
-    copy of the product the pass would make.  It pays where ``F`` does not fit
-    in the CPU cache (``benchmarks/bench_solve_passes.py`` measures it).
-    """
-
-    KEEP = 2  # the current point and the trial point
-
-    def __init__(self, store: dict | None, F):
-        """The cache of block ``F`` in ``store`` (``params["margin_cache"]``; None: caching off)."""
-        self.store, self.F = store, F
-        entry = None if store is None else store.get(id(F))
-        self.known: dict = entry[1] if entry is not None and entry[0] is F else {}
-
-    def get(self, key: bytes | None) -> np.ndarray | None:
-        return None if key is None else self.known.get(key)
-
-    def blank(self, n: int) -> np.ndarray | None:
-        """An array to fill with new margins, or None when caching is off."""
-        return None if self.store is None else np.empty(n)
-
-    def keep(self, margins: dict) -> None:
-        """Remember these ``{point key: margins}`` for the block, with the most recent
-        of the points remembered before, up to :attr:`KEEP` in all."""
-        if self.store is None:
-            return
-        kept = {k: m for k, m in self.known.items() if k not in margins}
-        kept.update((k, m) for k, m in margins.items() if k is not None and m is not None)
-        self.store[id(self.F)] = (self.F, dict(list(kept.items())[-self.KEEP:]))
 
 
 def _slab_margins(Fs, sl, w, w_zero, bias, known, new):
@@ -259,7 +306,8 @@ def _fused_pass(F, c, params, residual, residual_grid):
     loss, n_active, n_changed = 0.0, 0, 0
     grad = np.zeros(r + 1)
     loss_grid = np.zeros(t_grid.size)
-    gram = _GramSum(r, F.dtype) if hessian in ("full", "delta") else None
+    pack = params.get("pack", True)
+    gram = _GramSum(r, F.dtype) if hessian == "full" else GramDelta(r, F.dtype, pack) if hessian == "delta" else None
     for s in range(0, n, SLAB_ROWS):
         sl = slice(s, min(s + SLAB_ROWS, n))
         Fs, cs = F[sl], c[sl]
@@ -281,8 +329,8 @@ def _fused_pass(F, c, params, residual, residual_grid):
         if hessian == "full":
             gram.push(Fs, active, cs)
         elif hessian == "delta":
-            gram.push(Fs, active & ~before, cs)
-            gram.push(Fs, before & ~active, cs, sign=-1.0)
+            gram.push(Fs, active & ~before, cs, 1.0)
+            gram.push(Fs, before & ~active, cs, -1.0)
     if need0:
         cache.keep({params.get("x0_key"): known0 if known0 is not None else new0,
                     params.get("x1_key"): known1 if known1 is not None else new1})
@@ -294,8 +342,8 @@ def _fused_pass(F, c, params, residual, residual_grid):
         "n_active": n_active,
         "n_changed": n_changed,
         "loss_grid": loss_grid,
-        # 0.0 (not a matrix) when no row entered the sum: adds like a zero matrix in the reduction
-        "hess": gram.result(params.get("pack", True), F.dtype) if gram is not None else None,
+        # full: 0.0 (not a matrix) when no row entered the sum, which adds like a zero matrix in the reduction
+        "hess": gram if isinstance(gram, GramDelta) else gram.result(pack, F.dtype) if gram is not None else None,
     }
 
 

@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ..blocks import RowBlocks, available_memory, row_uniform
+from ..blocks import BlockReduction, RowBlocks, available_memory, row_uniform
+from .margin_cache import IN_PROCESS
 from .losses import (
+    GramDelta,
     hinge_loss_block,
     labels_pm1,
     row_costs,
@@ -84,10 +86,11 @@ class LossOperator:
     ----------
     n_passes : int
         Passes over the rows so far.
-    margin_cache : dict or None
-        Margins of in-process blocks at the last points evaluated
-        (:class:`~dsvm.problems.losses.MarginCache`); None turns caching off
-        (distributed blocks recompute them).
+    margin_cache : dict, str or None
+        Where the margins at the last points evaluated are kept
+        (:class:`~dsvm.problems.margin_cache.MarginCache`): this dict for
+        in-process blocks, each worker process for distributed ones
+        (:data:`~dsvm.problems.margin_cache.IN_PROCESS`); None turns caching off.
     """
 
     _pass_fn = None
@@ -100,7 +103,7 @@ class LossOperator:
         self.fixed_params = fixed_params
         self.fit_intercept = bool(fit_intercept)
         self.n_passes = 0
-        self.margin_cache: dict | None = None if features.is_distributed else {}
+        self.margin_cache: dict | str | None = IN_PROCESS if features.is_distributed else {}
 
     @property
     def n_rows(self) -> int:
@@ -118,6 +121,14 @@ class LossOperator:
 
     def evaluate(self, x0: np.ndarray, x1: np.ndarray, t_grid=(), hessian: str = "none") -> PassResult:
         """Loss, gradient and Hessian data at ``x1``; loss along ``x0 → x1`` at ``t_grid``."""
+        fn, aligned, params = self.pass_request(x0, x1, t_grid, hessian)
+        out = self.features.map_reduce(fn, aligned=aligned, shared=(params,))
+        self.n_passes += 1
+        return self.pass_result(out, params)
+
+    def pass_request(self, x0, x1, t_grid=(), hessian: str = "none") -> tuple[Callable, tuple, dict]:
+        """``(block function, aligned arrays, parameters)`` of :meth:`evaluate`'s pass, for running it
+        elsewhere (e.g. on feature blocks as they are made); :meth:`pass_result` reads its sum."""
         params = {
             **self.fixed_params,
             "x0": np.asarray(x0, dtype=np.float64),
@@ -130,11 +141,15 @@ class LossOperator:
         if self.margin_cache is not None:
             params.update(margin_cache=self.margin_cache, x0_key=params["x0"].tobytes(),
                           x1_key=params["x1"].tobytes())
-        out = self.features.map_reduce(type(self)._pass_fn, aligned=self.aligned, shared=(params,))
-        self.n_passes += 1
+        return type(self)._pass_fn, self.aligned, params
+
+    def pass_result(self, out: dict, params: dict) -> PassResult:
+        """The :class:`PassResult` of the summed block results ``out`` of :meth:`pass_request`'s pass."""
         grad = out["grad"]
         hess = out["hess"]
-        if hess is not None:
+        if isinstance(hess, GramDelta):
+            hess = 2.0 * hess.matrix()
+        elif hess is not None:
             # packed (1-d) from other processes, a matrix in this one, or a scalar 0.0
             # when no block had a row to add (see losses._GramSum.result)
             if np.ndim(hess) == 1:
@@ -330,4 +345,40 @@ def active_row_sample(ops: list, xs: list[np.ndarray], rows: RowBlocks, k: int, 
     return out["active"][1].astype(np.int64), out["other"][1].astype(np.int64), int(out["n_active"])
 
 
-__all__ = ["PassResult", "LossOperator", "SquaredHingeOperator", "SquaredEpsilonOperator", "active_row_sample"]
+def _evaluations_block(F, *rest):
+    *aligned, requests = rest
+    return [fn(F, *aligned, params) for fn, params in requests]
+
+
+def opening_evaluations(ops: list, xs: list[np.ndarray], hessian: str) -> BlockReduction:
+    """The passes a Newton solve of each problem from ``xs[j]`` opens with, as one reduction over feature blocks.
+
+    For every problem: the pass at 0 (the stopping rule's ``‖∇Φ(0)‖``) and the
+    pass at ``xs[j]`` (with the Gram matrix of its active rows for
+    ``hessian="gram"``).  The pass at 0 needs no product with ``w``.  Run it
+    on the feature blocks as they are made
+    (:class:`~dsvm.problems.FeatureStore` ``then=``) and read the sum with
+    :func:`opening_results`.  ``ops`` are operators over the same aligned arrays.
+    """
+    aligned = ops[0].aligned
+    if any(tuple(op.aligned) != tuple(aligned) for op in ops):
+        raise ValueError("opening_evaluations() needs problems over the same aligned arrays")
+    zero = np.zeros_like(np.asarray(xs[0], dtype=np.float64))
+    requests = [op.pass_request(zero, zero, (), "none") for op in ops]
+    requests += [op.pass_request(x, x, (), "full" if hessian == "gram" else "none") for op, x in zip(ops, xs)]
+    return BlockReduction(_evaluations_block, aligned=aligned, shared=([(fn, params) for fn, _, params in requests],))
+
+
+def opening_results(ops: list, reduction: BlockReduction, out: list) -> list[tuple[PassResult, float]]:
+    """``(pass at xs[j], ‖∇Φ(0)‖)`` per problem from the sum ``out`` of :func:`opening_evaluations`."""
+    requests = reduction.shared[0]
+    n = len(ops)
+    results = []
+    for j, op in enumerate(ops):
+        at_zero = op.pass_result(out[j], requests[j][1])
+        results.append((op.pass_result(out[n + j], requests[n + j][1]), float(np.linalg.norm(at_zero.grad))))
+    return results
+
+
+__all__ = ["PassResult", "LossOperator", "SquaredHingeOperator", "SquaredEpsilonOperator", "active_row_sample",
+           "opening_evaluations", "opening_results"]

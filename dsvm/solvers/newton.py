@@ -163,6 +163,8 @@ def semismooth_newton(
     label: str = "",
     resume: dict | None = None,
     on_state=None,
+    initial=None,
+    g_ref: float | None = None,
 ) -> SolverResult:
     """Minimise ``½‖w‖² + L(w, b)`` by the semismooth Newton method.
 
@@ -195,6 +197,13 @@ def semismooth_newton(
         Called as ``on_state(state)`` after each iteration (before its log
         line) with everything needed to resume: a dict of numpy arrays and
         numbers (the checkpoint of :mod:`dsvm.svm.checkpoint`).
+    initial : pass result, optional
+        ``op.evaluate(x0, x0, (), "full")`` (``"none"`` for CG) made
+        elsewhere, e.g. while the features were computed: the solve's first
+        pass, which is then not made again.
+    g_ref : float, optional
+        ``‖∇Φ(0)‖``, the reference of the stopping rule, when known (else a
+        start away from zero costs a pass at zero).
     """
     if hessian not in ("gram", "cg"):
         raise ValueError(f"hessian must be 'gram' or 'cg', got {hessian!r}")
@@ -221,11 +230,15 @@ def semismooth_newton(
         history = list(resume.get("history", []))
         logger.info("%snewton: resuming after iteration %d (obj=%.8e)", label, first_it - 1, f)
     else:
-        res = op.evaluate(x, x, (), "full" if use_gram else "none")
+        if initial is not None and use_gram and initial.hess is None:
+            raise ValueError("initial must hold the Gram matrix at x0 (a 'full' pass) for hessian='gram'")
+        res = initial if initial is not None else op.evaluate(x, x, (), "full" if use_gram else "none")
         H_loss = res.hess
         f = _objective(reg, x, res.loss)
         g = reg * x + res.grad
-        if x0 is None or not np.any(x):
+        if g_ref is not None:
+            g_ref = float(g_ref)
+        elif x0 is None or not np.any(x):
             g_ref = float(np.linalg.norm(g))
         else:
             zero = np.zeros(dim)
@@ -237,7 +250,7 @@ def semismooth_newton(
     converged, stop_reason, it = False, "max_iter", first_it - 1
 
     for it in range(first_it, max_iter + 1):
-        t_iter = time.perf_counter()
+        t_iter, passes_before = time.perf_counter(), op.n_passes
         gnorm = float(np.linalg.norm(g))
         if gnorm <= tol * g_ref:
             converged, stop_reason, it = True, "tol", it - 1
@@ -315,6 +328,7 @@ def semismooth_newton(
             "step": t,
             "hessian_update": mode,
             "seconds": time.perf_counter() - t_iter,
+            "passes": op.n_passes - passes_before,
         }
         history.append(info)
         if on_state is not None:
@@ -369,7 +383,8 @@ def newton_from_subsample(op, sub_op, dim: int, *, tol: float = 1e-4, max_iter: 
     """
     if sub_op is None:
         return semismooth_newton(op, dim, x0=x0, tol=tol, max_iter=max_iter, hessian=hessian, label=label, **options)
-    solver_options = {k: v for k, v in options.items() if k not in ("resume", "on_state", "callback")}
+    solver_options = {k: v for k, v in options.items()
+                      if k not in ("resume", "on_state", "callback", "initial", "g_ref")}
     warm = semismooth_newton(sub_op, dim, x0=x0, tol=max(tol, SUBSAMPLE_TOL), max_iter=30, hessian=hessian,
                              label=label + "[subsample] ", **solver_options)
     res = semismooth_newton(op, dim, x0=warm.x, tol=tol, max_iter=max_iter, hessian=hessian, label=label, **options)

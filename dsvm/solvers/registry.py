@@ -56,11 +56,12 @@ class SolverSpec:
     classification_only: bool = False
 
 
-def _newton(op, dim, *, tol, max_iter, hessian, x0, warm_op, resume, on_state, label, options, **_):
+def _newton(op, dim, *, tol, max_iter, hessian, x0, warm_op, resume, on_state, label, options, initial=None,
+            g_ref=None, **_):
     if resume is not None or x0 is not None:
         warm_op = None  # a resumed solve or a given start is already past the subsample's use
     return newton_from_subsample(op, warm_op, dim, tol=tol, max_iter=max_iter, hessian=hessian, x0=x0, label=label,
-                                 resume=resume, on_state=on_state, **options)
+                                 resume=resume, on_state=on_state, initial=initial, g_ref=g_ref, **options)
 
 
 def _tron(op, dim, *, tol, max_iter, x0, label, options, **_):
@@ -103,7 +104,8 @@ def resolve_hessian(hessian: str, n_rows: int, dim: int, distributed: bool) -> s
 
 def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = "auto", x0: np.ndarray | None = None,
           warm_op=None, resume: dict | None = None, on_state: Callable | None = None, C: float | None = None,
-          random_state: int | None = None, label: str = "", options: Mapping[str, Any] | None = None) -> SolverResult:
+          random_state: int | None = None, label: str = "", options: Mapping[str, Any] | None = None,
+          initial=None, g_ref: float | None = None) -> SolverResult:
     """Solve one problem with the named solver — the only solver dispatch in dsvm.
 
     Parameters
@@ -132,6 +134,10 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
         Prefix of log lines.
     options : mapping, optional
         The solver's own options (``REGISTRY[name].options``).
+    initial, g_ref
+        Newton only: the pass at ``x0`` and ``‖∇Φ(0)‖`` made elsewhere (with the
+        features), so the solve does not make them again (see
+        :func:`~dsvm.solvers.semismooth_newton`).
 
     Raises
     ------
@@ -150,4 +156,4 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
         hessian = resolve_hessian(hessian, op.n_rows, dim, op.is_distributed) if hessian == "auto" else hessian
     return spec.run(op, dim, tol=tol, max_iter=max(max_iter, spec.min_max_iter), hessian=hessian, x0=x0,
                     warm_op=warm_op, resume=resume, on_state=on_state, C=C, random_state=random_state, label=label,
-                    options={**spec.defaults, **options})
+                    options={**spec.defaults, **options}, initial=initial, g_ref=g_ref)

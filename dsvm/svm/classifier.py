@@ -103,10 +103,11 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     kmeans_iter : int, default=1
         Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
         seeds drawn on a sample of ``10 k`` rows (:mod:`dsvm.approx.landmarks`).
-    feature_store : {"auto", "memory", "zarr", "recompute"}, default="auto"
+    feature_store : {"auto", "memory", "disk", "recompute"}, default="auto"
         Where the feature blocks live during the fit (Dask input): in the
-        cluster's memory, in a zarr scratch store streamed every pass
-        (``dsvm.scratch-directory``), or recomputed from ``X`` every pass.
+        cluster's memory, on the scratch disk as raw files read with
+        ``O_DIRECT`` every pass (``dsvm.scratch-directory``; ``"zarr"`` is
+        the earlier name of ``"disk"``), or recomputed from ``X`` every pass.
         ``"auto"`` keeps them in memory when they take at most
         ``dsvm.memory-fraction`` of it and otherwise picks the cheaper of the
         other two (:func:`dsvm.problems.plan_feature_store`).
@@ -119,7 +120,8 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     solver_options : dict or None, default=None
         Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
         ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the
-        Newton solve from a subsample's solution, see README), ``warm_rows``;
+        Newton solve from a subsample's solution, see README; on Dask input the
+        subsample is solved in this process, :mod:`dsvm.svm.opening`), ``warm_rows``;
         tron ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default
         1, as LIBLINEAR); pegasos ``epochs`` (the budget; default ``C ·
         batch_size`` epochs, i.e. ``1/λ`` steps, within [20, 1000]),

@@ -29,14 +29,11 @@ from ..approx import (
 )
 from ..blocks import RowBlocks, row_index_blocks
 from ..checks import resolve_seed
-from ..problems import FeatureStore, active_row_sample
+from .. import config
+from ..problems import FeatureStore, active_row_sample, plan_feature_store
 from ..solvers import REGISTRY, SolverResult, pegasos_progress, resolve_hessian, solve
-from .checkpoint import (
-    open_checkpoint,
-    restore_done,
-    restore_feature_map,
-    restore_solver_state,
-)
+from .checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
+from .opening import Opening, opening_size, subsample_opening
 from .warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
 
 logger = logging.getLogger(__name__)
@@ -45,20 +42,24 @@ __all__ = ["fit_problems", "solve_with", "warn_if_not_converged", "problem_stats
 
 
 def solve_with(est, op, dim: int, hessian: str, *, x0: np.ndarray | None = None, warm_op=None, resume=None,
-               on_state: Callable | None = None, label: str = "") -> SolverResult:
+               on_state: Callable | None = None, label: str = "", initial=None,
+               g_ref: float | None = None) -> SolverResult:
     """Solve one problem with the estimator's solver, tolerance, iteration limit, ``solver_options`` and seed.
 
     With ``warm_op`` (the same problem on a row subsample) the Newton solve
     starts from that problem's solution: its active set is close to the final
     one, so the first full Gram matrix covers the active rows only instead of
-    every row (all rows are active at ``x = 0``).
+    every row (all rows are active at ``x = 0``).  ``initial`` and ``g_ref``
+    are the Newton solve's opening pass at ``x0`` and ``‖∇Φ(0)‖`` when they
+    were made with the features (:mod:`dsvm.svm.opening`).
     """
     spec = REGISTRY[est.solver]
     options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
     # resolving the seed of a RandomState draws from it: only for the solvers that use one
     seed = resolve_seed(est.random_state) if spec.seeded else None
     return solve(est.solver, op, dim, tol=est.tol, max_iter=est.max_iter, hessian=hessian, x0=x0, warm_op=warm_op,
-                 resume=resume, on_state=on_state, C=est.C, random_state=seed, label=label, options=options)
+                 resume=resume, on_state=on_state, C=est.C, random_state=seed, label=label, options=options,
+                 initial=initial, g_ref=g_ref)
 
 
 def warn_if_not_converged(res, tol: float, label: str = "") -> None:
@@ -167,15 +168,24 @@ def fit_problems(
     starts = start(fmap) if start is not None and state is None else None
     coef = np.zeros((len(labels), r))
     intercept = np.zeros(len(labels))
-    t0 = time.perf_counter()
-    with FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked) as store:
-        features = store.features
-        if X_rb.is_distributed and store.kind == "memory":
+    hessian = resolve_hessian(est.hessian, X_rb.n_rows, r + 1, X_rb.is_distributed)
+    opening = None
+    if X_rb.is_distributed:
+        kind, _ = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
+        if kind != "recompute":  # recomputed passes read X (and so the labels) again anyway
             aligned = [a.persist() if a is not None else None for a in aligned]
+        if est.solver == "newton" and state is None and starts is None:
+            opening = _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind)
+            if opening is not None:
+                timing["opening"] = opening.stats
+    t0 = time.perf_counter()
+    with FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked,
+                      then=None if opening is None else opening.reduction) as store:
+        features = store.features
         timing["feature_seconds"] = time.perf_counter() - t0
-        hessian = resolve_hessian(est.hessian, X_rb.n_rows, r + 1, X_rb.is_distributed)
-        warm_aligned = warm_start_rows(X_rb, aligned, solver=est.solver, options=est.solver_options or {},
-                                       hessian=hessian, r=r)
+        opened = None if opening is None else opening.starts(store.then_result)
+        warm_aligned = None if X_rb.is_distributed else warm_start_rows(
+            X_rb, aligned, solver=est.solver, options=est.solver_options or {}, hessian=hessian, r=r)
         warm_problem = None if warm_aligned is None else subsample_problem(features, warm_aligned)
         for j, label in enumerate(labels):
             prefix = f"[class {_plain_label(label)!r}] " if len(labels) > 1 else ""
@@ -189,8 +199,13 @@ def fit_problems(
             if ckpt is not None:
                 def on_state(st, j=j):
                     ckpt.save(fmap, lm_indices, gamma, done, j, st)
+            x0 = None if starts is None else starts[j]
+            initial = g_ref = None
+            if opened is not None:
+                x0, (initial, g_ref) = opening.xs[j], opened[j]
+                timing["opening"].setdefault("first_gram_rows", []).append(initial.n_active)
             res = solve_with(est, op, r + 1, hessian, label=prefix, resume=resume if j == first else None,
-                             on_state=on_state, warm_op=warm_op, x0=None if starts is None else starts[j])
+                             on_state=on_state, warm_op=warm_op, x0=x0, initial=initial, g_ref=g_ref)
             warn_if_not_converged(res, est.tol, prefix)
             done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
                          "stats": {k: v for k, v in problem_stats(res, label).items() if k != "class"}})
@@ -230,6 +245,18 @@ def fit_problems(
         X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
         est.solver_stats_["solve_seconds"],
     )
+
+
+def _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind) -> Opening | None:
+    """The subsample opening of a Newton fit on Dask input (:mod:`dsvm.svm.opening`), or None where there is
+    none; ``kind``: where the features will be kept (:func:`~dsvm.problems.plan_feature_store`)."""
+    f_bytes = float(X_rb.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
+    read_seconds = f_bytes / float(config.get("disk-bandwidth")) if kind == "disk" else 0.0
+    m = opening_size(X_rb.n_rows, X_rb.n_cols, fmap.n_components, fmap.n_output, est.solver_options or {}, hessian,
+                     read_seconds)
+    if m is None:
+        return None
+    return subsample_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, m, checked)
 
 
 def _active_landmarks(est, X_rb, checked, aligned, n_problems, make_operator, spec, k) -> Landmarks:

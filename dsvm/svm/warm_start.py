@@ -10,8 +10,8 @@ rows, default ``max(10000, 4 k)``) or ``"none"``.  Rows are drawn by a hash of
 their index (independent of chunking), with costs scaled by ``n / m`` so that
 the subsample's loss estimates the full one.  In memory the subsample's
 features are copied out (:func:`subsample_problem`), so its passes read ``m``
-rows, not ``n``.  Dask input would pass over all rows with zero weights, which
-costs as many reads of ``F`` as the full solve saves, so ``"auto"`` skips it.
+rows, not ``n``.  On Dask input the fit takes the same rows out and solves
+them in this process before the feature stage (:mod:`dsvm.svm.opening`).
 """
 
 from __future__ import annotations
@@ -24,16 +24,29 @@ from ..blocks import RowBlocks, row_index_blocks, row_uniform
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WARM_START_OPTIONS", "subsample_size", "subsample_problem", "warm_start_rows", "warm_start_problem"]
+__all__ = ["WARM_START_OPTIONS", "subsample_size", "subsample_indices", "subsample_problem", "warm_start_rows",
+           "warm_start_problem"]
 
 # solver_options keys of the estimators' Newton solve that are not the solver's own
 WARM_START_OPTIONS = ("warm_start", "warm_rows")
 
 
+def _in_subsample(rows, fraction: float) -> np.ndarray:
+    """The rule of the subsample: rows whose index hash is below ``fraction``."""
+    return row_uniform(rows) < fraction
+
+
 def _subsample_weight_block(rows, sample_weight, fraction):
     """``1 / fraction`` (times the sample weight) for rows drawn by a hash of their index, else 0."""
-    w = np.where(row_uniform(rows) < fraction, 1.0 / fraction, 0.0)
+    w = np.where(_in_subsample(rows, fraction), 1.0 / fraction, 0.0)
     return w if sample_weight is None else w * sample_weight
+
+
+def subsample_indices(n: int, fraction: float, step: int = 2**20) -> np.ndarray:
+    """The indices (increasing) of the subsample's rows among ``n`` rows (as :func:`warm_start_rows` weights them)."""
+    parts = [start + np.flatnonzero(_in_subsample(np.arange(start, min(start + step, n)), fraction))
+             for start in range(0, n, step)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _positive_block(weights):

@@ -126,3 +126,69 @@ def test_triangular_product_is_used_only_for_a_triangular_normalization(monkeypa
     assert calls == []
     fit_feature_map(L, spec, method="cholesky").transform_block(X)
     assert calls == ["trmm"]
+
+
+# --------------------------------------------------------------- the fused slab transform
+def _float32_bound(X, fmap, K64):
+    """A float32 rounding bound of ``F = K(X, L) M`` entry by entry: the exponent's terms
+    ``γ(‖x − s‖² + 2|(x − s)·(l − s)| + ‖l − s‖²)`` rounded over ``p + 3`` operations, the kernel
+    values relative to that, then the projection's ``k``-term sums."""
+    eps = np.finfo(np.float32).eps
+    g = fmap.spec.gamma
+    s = fmap.components.mean(axis=0)
+    xs, ls = X - s, fmap.components - s
+    terms = g * ((xs**2).sum(1)[:, None] + 2 * np.abs(xs @ ls.T) + (ls**2).sum(1)[None, :])
+    dK = K64 * (X.shape[1] + 3) * eps * (terms + 1.0)
+    absM = np.abs(fmap.normalization.T)
+    return dK @ absM + fmap.n_components * eps * (K64 @ absM)
+
+
+@pytest.mark.parametrize("method", ["eigen", "cholesky"])
+@pytest.mark.parametrize("n", [1, 300, 2500])  # one row, one slab, several slabs and a partial one
+def test_fused_transform_is_the_dense_formula_to_float32_rounding(method, n, monkeypatch):
+    import dsvm.approx.nystroem as nystroem
+
+    monkeypatch.setattr(nystroem, "SLAB_BYTES", 64 * 40 * 4)  # 64-row slabs at k = 40
+    rng = np.random.default_rng(9)
+    L = rng.normal(size=(40, 7)) + 3.0  # away from the origin: the shift matters
+    X = rng.normal(size=(n, 7)) * 1.5 + 3.0
+    fmap = fit_feature_map(L, make_kernel_spec("rbf", 0.15), dtype=np.float32, method=method)
+    K64 = rbf_kernel(X, fmap.components, gamma=0.15)
+    F64 = K64 @ fmap.normalization.T
+    out = np.full((n, fmap.n_output), np.nan, dtype=np.float32)
+    F = fmap.transform_block(X.astype(np.float32), out=out)
+    assert F is out and F.dtype == np.float32
+    err = np.abs(F - F64)
+    bound = _float32_bound(X, fmap, K64)
+    assert np.all(err <= bound), float((err / bound).max())
+    # float64 features reach float64 accuracy through the same code
+    f64 = fit_feature_map(L, make_kernel_spec("rbf", 0.15), dtype=np.float64, method=method)
+    np.testing.assert_allclose(f64.transform_block(X), rbf_kernel(X, L, gamma=0.15) @ f64.normalization.T,
+                               atol=1e-11)
+
+
+@pytest.mark.parametrize("name,kw", [("poly", {"degree": 2, "coef0": 1.0}), ("sigmoid", {"coef0": -0.5}),
+                                     ("linear", {})])
+def test_fused_transform_of_the_other_kernels(name, kw, monkeypatch):
+    import dsvm.approx.nystroem as nystroem
+    from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, sigmoid_kernel
+
+    monkeypatch.setattr(nystroem, "SLAB_BYTES", 64 * 30 * 8)
+    rng = np.random.default_rng(10)
+    L, X = rng.normal(size=(30, 5)), rng.normal(size=(700, 5))
+    spec = make_kernel_spec(name, 0.3, **kw)
+    fmap = fit_feature_map(L, spec, dtype=np.float64)
+    K = {"poly": lambda: polynomial_kernel(X, L, degree=2, gamma=0.3, coef0=1.0),
+         "sigmoid": lambda: sigmoid_kernel(X, L, gamma=0.3, coef0=-0.5),
+         "linear": lambda: linear_kernel(X, L)}[name]()
+    np.testing.assert_allclose(fmap.transform_block(X), K @ fmap.normalization.T, atol=1e-10)
+    np.testing.assert_allclose(fmap.transform_block(sp.csr_matrix(X)), K @ fmap.normalization.T, atol=1e-10)
+
+
+def test_transform_out_must_fit():
+    rng = np.random.default_rng(11)
+    fmap = fit_feature_map(rng.normal(size=(10, 3)), make_kernel_spec("rbf", 1.0))
+    with pytest.raises(ValueError, match="out must be"):
+        fmap.transform_block(np.ones((4, 3)), out=np.empty((4, 10), dtype=np.float64))
+    with pytest.raises(ValueError, match="out must be"):
+        fmap.transform_block(np.ones((4, 3)), out=np.empty((10, 4), dtype=np.float32).T)

@@ -16,6 +16,7 @@ from dsvm.blocks import (
     from_blocks,
     lazy_result,
     row_index_blocks,
+    spill_blocks,
     task_sized_blocks,
     tree_sum,
 )
@@ -181,14 +182,19 @@ def test_in_process_only_and_dask_only_methods_say_so(tmp_path):
     with pytest.raises(NotImplementedError):
         on_dask.compress(aligned_vector(np.ones(N, dtype=bool), on_dask))
     with pytest.raises(NotImplementedError):
-        _blocks(X, 5, "memory").spill(str(tmp_path))
+        spill_blocks(_blocks(X, 5, "memory"), _copy_into, P, X.dtype, str(tmp_path))
+
+
+def _copy_into(block, out=None):
+    out[...] = block
+    return out
 
 
 @pytest.mark.parametrize("chunks", CHUNKINGS)
 def test_spill_writes_each_block_once_and_reads_it_back(tmp_path, chunks):
     X = _data()
-    spilled = _blocks(X, chunks, "dask").spill(str(tmp_path))
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"block-{i}" for i in range(len(spilled.chunks)))
+    spilled, _ = spill_blocks(_blocks(X, chunks, "dask"), _copy_into, P, X.dtype, str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"block-{i}.raw" for i in range(len(spilled.chunks)))
     np.testing.assert_array_equal(spilled.compute(), X)
     np.testing.assert_allclose(spilled.map_reduce(lambda b: b.sum(axis=0)), X.sum(axis=0))
 

@@ -21,14 +21,14 @@ def data():
     return da.from_array(X, chunks=(90, -1)), da.from_array(y, chunks=90), X, y
 
 
-@pytest.mark.parametrize("store", ["zarr", "recompute"])
-def test_same_model_whatever_the_store(tmp_path, data, store):
+@pytest.mark.parametrize("store,kind", [("disk", "disk"), ("zarr", "disk"), ("recompute", "recompute")])
+def test_same_model_whatever_the_store(tmp_path, data, store, kind):
     Xd, yd, X, y = data
     params = dict(C=3.0, gamma=0.4, n_components=60, random_state=0, dtype="float64", tol=1e-8)
     ref = NystroemSVC(**params, feature_store="memory").fit(Xd, yd)
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
         other = NystroemSVC(**params, feature_store=store).fit(Xd, yd)
-    assert other.solver_stats_["feature_store"] == store
+    assert other.solver_stats_["feature_store"] == kind
     np.testing.assert_allclose(other.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
     assert os.listdir(tmp_path) == []  # the scratch store is gone
 
@@ -38,8 +38,8 @@ def test_scratch_removed_when_the_fit_fails(tmp_path, data):
     fmap = fit_feature_map(X[:20], make_kernel_spec("rbf", 0.5))
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
         with pytest.raises(RuntimeError, match="boom"):
-            with FeatureStore(as_row_blocks(Xd, 0), fmap, "zarr") as fs:
-                assert fs.kind == "zarr" and len(os.listdir(tmp_path)) == 1
+            with FeatureStore(as_row_blocks(Xd, 0), fmap, "disk") as fs:
+                assert fs.kind == "disk" and len(os.listdir(tmp_path)) == 1
                 # float32 features, k = 20: each is a 20-term sum of |K||M| <= 4.1, so any two blockings
                 # agree to about k * eps32 * 4.1 = 1e-5 (features near zero included)
                 np.testing.assert_allclose(fs.features.compute(), fmap.transform_block(X), rtol=1e-5, atol=1e-5)
@@ -54,14 +54,14 @@ def test_auto_policy_follows_memory(data):
     assert plan_feature_store("auto", as_row_blocks(X, 100), 50, 50, 4)[0] == "memory"
     with dask.config.set({"dsvm.memory-fraction": 1e-12}):
         kind, reason = plan_feature_store("auto", rb, 50, 50, 4)
-        assert kind in ("zarr", "recompute") and "GiB" in reason
+        assert kind in ("disk", "recompute") and "GiB" in reason
         # a slow disk makes recomputing (cheap here: p = 5) the better choice
         with dask.config.set({"dsvm.disk-bandwidth": 1.0}):
             assert plan_feature_store("auto", rb, 500, 500, 4)[0] == "recompute"
         with dask.config.set({"dsvm.flops-per-thread": 1.0}):
-            assert plan_feature_store("auto", rb, 500, 500, 4)[0] == "zarr"
+            assert plan_feature_store("auto", rb, 500, 500, 4)[0] == "disk"
     with pytest.raises(ValueError, match="feature_store"):
-        plan_feature_store("disk", rb, 5, 5, 4)
+        plan_feature_store("ssd", rb, 5, 5, 4)
 
 
 @pytest.mark.parametrize("chunks", [(0, 700), (350, 0, 350), (300, 0, 0, 400)])
@@ -72,7 +72,7 @@ def test_empty_row_chunks_give_the_same_model_in_every_store(tmp_path, chunks):
     ref = NystroemSVC(**params).fit(X, y)
     Xd, yd = da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=(chunks,))
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
-        for store in ("zarr", "memory", "recompute"):
+        for store in ("disk", "memory", "recompute"):
             m = NystroemSVC(**params, feature_store=store).fit(Xd, yd)
             np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-9, err_msg=store)
             np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-6, atol=1e-9, err_msg=store)
@@ -130,18 +130,18 @@ def test_sigterm_during_a_fit_removes_the_scratch_store(tmp_path, data, monkeypa
 def test_disk_full_in_the_scratch_store(tmp_path, data, monkeypatch):
     import errno
 
-    import dsvm.blocks.dask_blocks
+    import dsvm.blocks.file_blocks
     from dsvm import DiskFullError
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     Xd, yd, X, y = data
-    monkeypatch.setattr(dsvm.blocks.dask_blocks, "_write_zarr_block", full)
+    monkeypatch.setattr(dsvm.blocks.file_blocks, "write_raw", full)
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
         with pytest.raises(DiskFullError, match=r"no space left on the device while writing the scratch feature "
                                                 r"store .*needs about .*DASK_DSVM__SCRATCH_DIRECTORY"):
-            NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+            NystroemSVC(n_components=30, feature_store="disk", random_state=0).fit(Xd, yd)
     assert os.listdir(tmp_path) == []
 
 
@@ -295,3 +295,37 @@ def test_kill_9_leftovers_are_removed_by_the_next_run_and_dsvm_clean(tmp_path, t
     assert main(["-q", "clean", str(tmp_path / "tmp")]) == 0
     assert not train_tmp.exists()
     assert f"removed  {train_tmp}  (train: pid {proc.pid} on" in capsys.readouterr().out
+
+
+def test_int16_store_is_planned_for_bounded_features_and_by_the_cost_model(data):
+    from dsvm.problems import plan_store_dtype
+
+    Xd, yd, X, y = data
+    rbf = fit_feature_map(X[:20], make_kernel_spec("rbf", 0.5))
+    poly = fit_feature_map(X[:20], make_kernel_spec("poly", 0.5))
+    assert plan_store_dtype("float32", rbf, 10**6)[0] is None
+    assert plan_store_dtype("int16", rbf, 10**6)[0] == "int16"
+    assert plan_store_dtype("int16", poly, 10**6)[0] is None  # no bound on poly features
+    assert plan_store_dtype("int16", fit_feature_map(X[:20], make_kernel_spec("rbf", 0.5), dtype=np.float64),
+                            10**6)[0] is None
+    with dask.config.set({"dsvm.disk-bandwidth": 1e8}):  # a slow disk: the bytes saved pay for the decoding
+        stored, why = plan_store_dtype("auto", rbf, 10**6)
+        assert stored == "int16" and "saves" in why
+    with dask.config.set({"dsvm.disk-bandwidth": 1e12}):
+        assert plan_store_dtype("auto", rbf, 10**6)[0] is None
+    with pytest.raises(ValueError, match="feature-store-dtype"):
+        plan_store_dtype("float16", rbf, 10)
+
+
+def test_int16_store_gives_the_model_to_its_rounding(tmp_path, data):
+    Xd, yd, X, y = data
+    params = dict(C=3.0, gamma=0.4, n_components=60, random_state=0, tol=1e-8)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        ref = NystroemSVC(**params, feature_store="disk").fit(Xd, yd)
+        with dask.config.set({"dsvm.feature-store-dtype": "int16"}):
+            m = NystroemSVC(**params, feature_store="disk").fit(Xd, yd)
+    # features 1.5e-5 apart at most: the objective moves by about that much relative, decisions by a little more
+    np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-4)
+    np.testing.assert_allclose(m.decision_function(X), ref.decision_function(X), atol=2e-3)
+    assert not np.array_equal(m.coef_, ref.coef_)  # the stored features did change
+    assert os.listdir(tmp_path) == []

@@ -171,10 +171,71 @@ def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeyp
     assert cached.evaluate(x, x).loss == plain.evaluate(x, x).loss  # a point not kept is recomputed
 
 
-def test_margin_cache_is_off_for_dask_blocks():
-    X, y, sw, fmap, F = _problem(False, seed=4)
-    op_d, _, _ = _operator(X, y, sw, fmap, 7, positive=0)
-    assert op_d.margin_cache is None
+@pytest.mark.parametrize("store", ["memory", "disk"])
+def test_margin_cache_on_dask_blocks_is_kept_in_the_worker_process(store, tmp_path, monkeypatch):
+    """Blocks on Dask keep their margins in the process that works on them (keyed by the stored
+    block's file, or by the block in memory): the same passes as recomputing, and the kept margins used."""
+    import dask
+
+    import dsvm.problems.margin_cache as margin_cache
+    from dsvm.problems import IN_PROCESS, FeatureStore
+
+    monkeypatch.setattr(margin_cache, "_PROCESS_STORE", {})
+    X, y, sw, fmap, F = _problem(False, seed=13)
+    rb = as_row_blocks(_dask_x(X, (3, 10, 1, 9)), 0)
+    classes, codes = encode_labels(da.from_array(y, chunks=(rb.chunks,)), rb)
+    codes, weights = codes.persist(), aligned_vector(sw, rb).persist()
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}), FeatureStore(rb, fmap, store) as fs:
+        cached = SquaredHingeOperator(fs.features, codes, 1, np.array([1.5, 2.0, 0.5]), weights)
+        plain = SquaredHingeOperator(fs.features, codes, 1, np.array([1.5, 2.0, 0.5]), weights)
+        plain.margin_cache = None
+        assert cached.margin_cache == IN_PROCESS
+        rng = np.random.default_rng(14)
+        x, d = rng.normal(size=fmap.n_output + 1), rng.normal(size=fmap.n_output + 1) * 0.1
+        for x0, x1, mode in [(x, x, "full"), (x, x + d, "delta"), (x + d, x - d, "delta")]:
+            a, b = cached.evaluate(x0, x1, (0.5,), mode), plain.evaluate(x0, x1, (0.5,), mode)
+            assert (a.loss, a.n_active, a.n_changed) == (b.loss, b.n_active, b.n_changed)
+            np.testing.assert_array_equal(a.grad, b.grad)
+            np.testing.assert_array_equal(a.hess, b.hess)
+        kept = margin_cache._PROCESS_STORE
+        assert len(kept) == fs.features.n_blocks
+        for owner, margins in kept.values():
+            assert len(margins) == 2
+            margins[(x - d).tobytes()] = margins[(x - d).tobytes()] + 1.0
+        assert cached.evaluate(x - d, x - d).loss != plain.evaluate(x - d, x - d).loss
+
+
+def test_gram_delta_keeps_few_rows_as_rows_and_sums_like_the_dense_gram():
+    import pickle
+
+    from dsvm.problems import GramDelta
+
+    rng = np.random.default_rng(15)
+    r = 10
+    F = rng.normal(size=(40, r)).astype(np.float32)
+    c = rng.uniform(0.5, 2.0, size=40)
+
+    def dense(rows):
+        A = np.hstack([F[rows].astype(np.float64), np.ones((rows.sum(), 1))])
+        return A.T @ (c[rows, None] * A)
+
+    plus, minus = np.zeros(40, bool), np.zeros(40, bool)
+    plus[[1, 7]], minus[[3]] = True, True
+    few = GramDelta(r, np.float32, pack=True)
+    few.push(F, plus, c, 1.0)
+    few.push(F, minus, c, -1.0)
+    assert few.n_rows == 3 and few.packed is None  # r / 2 = 5 rows are kept as rows
+    more = GramDelta(r, np.float32, pack=True)
+    many = np.zeros(40, bool)
+    many[10:30] = True
+    more.push(F, many, c, 1.0)
+    assert more.n_rows == 0 and more.packed is not None and more.packed.dtype == np.float32
+    total = pickle.loads(pickle.dumps(0.0 + few + more + None))
+    np.testing.assert_allclose(total.matrix(), dense(plus) - dense(minus) + dense(many), rtol=1e-5, atol=1e-5)
+    both = few + few
+    assert both.n_rows == 0 and both.packed is not None  # 6 rows are more than 5: a matrix
+    np.testing.assert_allclose(both.matrix(), 2 * (dense(plus) - dense(minus)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(GramDelta(r, np.float64, pack=False).matrix(), np.zeros((r + 1, r + 1)))
 
 
 def test_numpy_blocks_equal_dask_blocks():

@@ -292,12 +292,18 @@ def test_subsample_warm_start_reaches_the_same_optimum(caplog):
     assert used_auto and not used_small
 
 
-def test_subsample_warm_start_is_skipped_for_dask_input_by_default(caplog):
+def test_dask_input_opens_from_the_subsample_as_in_memory_input_does(caplog):
+    """Dask input takes the subsample's rows out and solves them in this process (dsvm.svm.opening) where in-memory
+    input would warm-start: by default when there are at least four times its rows."""
     X, y = make_circles_problem(n=3000, seed=3)
-    _, used = _warm_fit(da.from_array(X, chunks=1000), y, caplog, warm_rows=400)
-    assert not used
-    _, forced = _warm_fit(da.from_array(X, chunks=1000), y, caplog, warm_start="subsample", warm_rows=400)
-    assert forced
+    Xd = da.from_array(X, chunks=1000)
+    auto, _ = _warm_fit(Xd, y, caplog, warm_rows=400)
+    forced, _ = _warm_fit(Xd, y, caplog, warm_start="subsample", warm_rows=1000)
+    small, _ = _warm_fit(Xd, y, caplog, warm_rows=1000)
+    cold, _ = _warm_fit(Xd, y, caplog, warm_start="none")
+    assert "opening" in auto.solver_stats_ and "opening" in forced.solver_stats_
+    assert "opening" not in small.solver_stats_ and "opening" not in cold.solver_stats_
+    assert auto.objective_ == pytest.approx(cold.objective_, rel=1e-9)
 
 
 def test_explicit_block_rows_is_kept():

@@ -1,0 +1,99 @@
+"""The subsample opening on Dask input: the model of the in-memory fit, with no pass over F for the opening."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from dsvm import NystroemSVC, NystroemSVR
+from dsvm.svm.opening import opening_size
+from helpers import make_circles_problem
+
+N, CHUNK = 6000, 1100
+PARAMS = dict(C=3.0, gamma=0.4, n_components=60, random_state=0, tol=1e-7, dtype="float64",
+              solver_options={"warm_rows": 600})
+
+
+def _dask(X, y, sw=None):
+    out = [da.from_array(X, chunks=(CHUNK, -1)), da.from_array(y, chunks=CHUNK)]
+    return out + ([da.from_array(sw, chunks=CHUNK)] if sw is not None else [])
+
+
+def _solve_passes_are_the_iterations(stats):
+    """Every pass the solve counted belongs to an iteration: none was made for the opening."""
+    return stats["n_passes"] == sum(h["passes"] for h in stats["history"])
+
+
+@pytest.mark.parametrize("store", ["memory", "disk", "recompute"])
+def test_dask_input_opens_from_the_subsample_and_gives_the_in_memory_model(tmp_path, store):
+    X, y = make_circles_problem(n=N, seed=3)
+    sw = np.random.default_rng(0).uniform(0.5, 2.0, size=N)
+    ref = NystroemSVC(**PARAMS).fit(X, y, sample_weight=sw)
+    Xd, yd, swd = _dask(X, y, sw)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        model = NystroemSVC(**PARAMS, feature_store=store).fit(Xd, yd, sample_weight=swd)
+    opening = model.solver_stats_["opening"]
+    assert 450 < opening["rows"] < 750  # about warm_rows, drawn by the row hash
+    # the first Gram matrix covers the rows active at the subsample's solution, not all rows
+    assert 0 < opening["first_gram_rows"][0] < 0.5 * N
+    stats = model.solver_stats_["problems"][0]
+    assert _solve_passes_are_the_iterations(stats) and stats["converged"]
+    # the same optimum as the in-memory fit (which opens from the same rows), within the solver tolerance
+    np.testing.assert_allclose(model.objective_, ref.objective_, rtol=1e-9)
+    np.testing.assert_allclose(model.coef_, ref.coef_, rtol=0, atol=1e-5 * np.abs(ref.coef_).max())
+    np.testing.assert_allclose(model.intercept_, ref.intercept_, rtol=0, atol=1e-5)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_multiclass_with_probabilities_on_disk(tmp_path):
+    rng = np.random.default_rng(4)
+    X, y01 = make_circles_problem(n=N, seed=5)
+    y = np.where(y01 > 0, "out", np.where(X[:, 0] > 0, "east", "west"))
+    params = {**PARAMS, "probability": True}
+    ref = NystroemSVC(**params).fit(X, y)
+    Xd, yd = _dask(X, y)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        model = NystroemSVC(**params, feature_store="disk").fit(Xd, yd)
+    assert len(model.solver_stats_["opening"]["first_gram_rows"]) == 3  # one opening per class
+    assert all(_solve_passes_are_the_iterations(p) for p in model.solver_stats_["problems"])
+    np.testing.assert_allclose(model.objective_, ref.objective_, rtol=1e-9)
+    np.testing.assert_allclose(model.coef_, ref.coef_, rtol=0, atol=1e-5 * np.abs(ref.coef_).max())
+    np.testing.assert_allclose(model.probA_, ref.probA_, rtol=1e-4)
+    Xt = rng.normal(size=(200, X.shape[1]))
+    np.testing.assert_allclose(model.predict_proba(Xt), ref.predict_proba(Xt), atol=1e-5)
+
+
+def test_regression_on_dask_input_opens_from_the_subsample(tmp_path):
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(N, 4))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.normal(size=N)
+    params = dict(C=2.0, epsilon=0.1, gamma=0.3, n_components=50, random_state=0, tol=1e-7, dtype="float64",
+                  solver_options={"warm_rows": 600})
+    ref = NystroemSVR(**params).fit(X, y)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        model = NystroemSVR(**params, feature_store="disk").fit(*_dask(X, y))
+    assert model.solver_stats_["opening"]["first_gram_rows"][0] < N
+    np.testing.assert_allclose(model.objective_, ref.objective_, rtol=1e-9)
+    np.testing.assert_allclose(model.coef_, ref.coef_, rtol=0, atol=1e-5 * np.abs(ref.coef_).max())
+
+
+def test_no_opening_where_the_warm_start_would_not_run():
+    X, y = make_circles_problem(n=N, seed=3)
+    Xd, yd = _dask(X, y)
+    for options, extra in [({"warm_start": "none", "warm_rows": 600}, {}), ({"warm_rows": 600}, {"hessian": "cg"}),
+                           ({}, {"solver": "tron"})]:
+        model = NystroemSVC(**{**PARAMS, "solver_options": options, **extra}).fit(Xd, yd)
+        assert "opening" not in model.solver_stats_
+
+
+def test_opening_size_grows_with_the_time_a_read_of_f_takes():
+    n, p, k = 10_000_000, 28, 1000
+    assert opening_size(n, p, k, k, {}, "gram") == 10_000  # F not on disk: the warm start's size
+    sizes = [opening_size(n, p, k, k, {}, "gram", read) for read in (1.0, 100.0, 1000.0, 1e6)]
+    assert sizes[0] == 10_000 and sizes == sorted(sizes) and sizes[-1] <= n // 8
+    assert all(m in (10_000 * 4**j for j in range(8)) for m in sizes)
+    assert opening_size(n, p, k, k, {"warm_rows": 5000}, "gram", 1e6) == 5000  # asked for: kept
+    assert opening_size(n, p, k, k, {}, "cg", 1e6) is None
+    assert opening_size(30_000, p, k, k, {}, "gram", 1e6) is None  # too few rows for a subsample of 10000
