@@ -201,7 +201,7 @@ def test_batch_script_with_slurm_runner(slurm, tmp_path):
     assert proc.returncode == 0, f"batch job failed ({proc.returncode}): {proc.stderr}\n{text[-4000:]}"
     job = proc.stdout.strip().split(";")[0]
     assert f"dsvm job {job}: 3 tasks" in text
-    assert "attached to scheduler from" in text
+    assert re.search(r"attached to scheduler \S+ from \S+scheduler-\d+\.json", text), text[-2000:]
     report = json.loads((out / "report.json").read_text())
     assert report["evaluation"]["accuracy"] >= 0.845
     assert not list(tmp_path.glob("scheduler-*.json")), "the scheduler file was not removed"
