@@ -426,7 +426,8 @@ def test_command_line_walkthrough(tmp_path, scheduler_address, capsys):
     ref = dsvm.NystroemSVC(probability=True, class_weight="balanced", n_components=50, gamma=0.5, C=10,
                            random_state=0).fit(ds)
     np.testing.assert_allclose(model.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(proba, ref.predict_proba(X[test]), rtol=1e-5, atol=1e-7)
+    # float32 features computed in other blocks (a raw file read on the cluster, numpy here): rounding level
+    np.testing.assert_allclose(proba, ref.predict_proba(X[test]), rtol=1e-5, atol=1e-5)
     assert (model.classes_[proba.argmax(axis=1)] == y[test]).mean() > 0.85
 
     Xb, yb = make_circles_problem(n=600, seed=8)

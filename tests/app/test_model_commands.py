@@ -163,7 +163,8 @@ def test_regression_train_predict_evaluate(tmp_path, regression_files, run, caps
     np.testing.assert_allclose(svr.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
     assert run("predict", model, data / "test.libsvm", "--out", tmp_path / "v.npy") == 0
     values = np.load(tmp_path / "v.npy")
-    np.testing.assert_allclose(values, ref.predict(X_test), rtol=1e-5, atol=1e-6)
+    # float32 features computed in other blocks (a raw file read on the cluster, numpy here): rounding level
+    np.testing.assert_allclose(values, ref.predict(X_test), rtol=1e-5, atol=1e-5)
     capsys.readouterr()
     assert run("evaluate", model, data / "test.libsvm", "--json") == 0
     result = json.loads(capsys.readouterr().out)
