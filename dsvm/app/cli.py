@@ -91,7 +91,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--degree", type=int, default=3, help="degree of the poly kernel (default 3)")
     g.add_argument("--coef0", type=float, default=0.0, help="constant term of the poly and sigmoid kernels (default 0)")
     g.add_argument("--landmarks", default="uniform", choices=list(LANDMARK_METHODS),
-                   help="uniform rows, k-means centres, or rows active under a smaller model (default uniform)")
+                   help="uniform rows, k-means centres, greedy pivoted-Cholesky rows, or rows active under a smaller model "
+                        "(default uniform)")
     g.add_argument("--solver", default="newton", choices=list(SOLVERS),
                    help="newton: semismooth Newton (LA-SN, default); tron: LIBLINEAR's trust-region Newton; "
                         "dcd: LIBLINEAR's dual coordinate descent (features gathered in memory); pegasos: "
