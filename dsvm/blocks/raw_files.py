@@ -61,6 +61,28 @@ def _refused(exc: OSError) -> bool:
     return exc.errno == errno.EINVAL
 
 
+def _direct_io(path: str, flags: int, io) -> bool:
+    """``io(fd)`` on ``path`` opened with ``flags | O_DIRECT``; False (nothing done) where the platform or
+    the filesystem refuses ``O_DIRECT``, so that the caller does it buffered."""
+    if not _DIRECT:
+        return False
+    try:
+        fd = os.open(path, flags | _DIRECT, 0o600)
+    except OSError as exc:
+        if not _refused(exc):
+            raise
+        return False
+    try:
+        io(fd)
+        return True
+    except OSError as exc:
+        if not _refused(exc):
+            raise
+        return False
+    finally:
+        os.close(fd)
+
+
 def _write_all(fd: int, data: memoryview) -> None:
     done = 0
     while done < len(data):
@@ -74,22 +96,10 @@ def write_raw(path: str, data: np.ndarray, direct: bool = True) -> None:
     The folder must exist: a store removed meanwhile is not made again.
     """
     view = memoryview(data).cast("B")
-    if direct and _DIRECT:
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _DIRECT, 0o600)
-        except OSError as exc:
-            if not _refused(exc):
-                raise
-        else:
-            try:
-                _write_all(fd, view)
-                return
-            except OSError as exc:
-                if not _refused(exc):
-                    raise
-            finally:
-                os.close(fd)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    if direct and _direct_io(path, flags, lambda fd: _write_all(fd, view)):
+        return
+    fd = os.open(path, flags, 0o600)
     try:
         _write_all(fd, view)
     finally:
@@ -112,21 +122,8 @@ def read_raw(path: str, out: np.ndarray, direct: bool = True) -> None:
     read, after which the file's pages are dropped from the page cache.
     """
     view = memoryview(out).cast("B")
-    if direct and _DIRECT:
-        try:
-            fd = os.open(path, os.O_RDONLY | _DIRECT)
-        except OSError as exc:
-            if not _refused(exc):
-                raise
-        else:
-            try:
-                _read_all(fd, view, path)
-                return
-            except OSError as exc:
-                if not _refused(exc):
-                    raise
-            finally:
-                os.close(fd)
+    if direct and _direct_io(path, os.O_RDONLY, lambda fd: _read_all(fd, view, path)):
+        return
     fd = os.open(path, os.O_RDONLY)
     try:
         _read_all(fd, view, path)

@@ -6,7 +6,7 @@ The names are loaded on first use (PEP 562), so that a Dask worker that unpickle
 :mod:`dsvm.model_selection.folds` does not import scikit-learn with the search.
 """
 
-import importlib
+from ..lazy import lazy_names
 
 # module (relative to this package) -> the public names it defines
 _MODULES = {
@@ -18,7 +18,6 @@ _MODULES = {
     ".search": ("CHEAP_AXES", "DEFAULT_GRID", "SEARCH_LANDMARKS", "NystroemSVCCV", "check_search_landmarks",
                 "check_search_params"),
 }
-_OWNER = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "NystroemSVCCV", "check_search_params", "check_search_landmarks", "SEARCH_LANDMARKS", "CHEAP_AXES",
@@ -28,14 +27,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _OWNER.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _MODULES, globals())

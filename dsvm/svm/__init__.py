@@ -8,7 +8,7 @@ modules here (label codes, Platt probabilities, folds) and should not pay for ev
 scikit-learn with them.
 """
 
-import importlib
+from ..lazy import lazy_names
 
 # module (relative to this package) -> the public names it defines
 _MODULES = {
@@ -71,7 +71,6 @@ _MODULES = {
         "warm_start_rows",
     ),
 }
-_OWNER = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier",
@@ -91,14 +90,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _OWNER.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _MODULES, globals())
