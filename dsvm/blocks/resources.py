@@ -23,11 +23,13 @@ results to disk).
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import importlib
 import logging
 import math
 import os
+import time
 from dataclasses import dataclass
 
 import dask.config
@@ -106,11 +108,22 @@ class WorkerMemory:
         return max(0.0, fraction * self.limit - self.held)
 
 
+def _release_free_heap() -> None:
+    """Hand the heap's free pages back to the system (glibc's ``malloc_trim``): memory freed by earlier
+    tasks (an ingest, say) but kept by the allocator would otherwise count as held, and refuse a fit the
+    worker can run."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to release this way
+        pass
+
+
 def _probe_worker(modules: tuple[str, ...]) -> dict:
     """Runs on a worker: load ``modules`` (what the tasks will load anyway), then report memory facts."""
     for name in modules:
         importlib.import_module(name)
     gc.collect()
+    _release_free_heap()
     pause = dask.config.get("distributed.worker.memory.pause", 0.8)
     terminate = dask.config.get("distributed.worker.memory.terminate", 0.95)
     spill = dask.config.get("distributed.worker.memory.spill", 0.7)
@@ -250,6 +263,25 @@ def _too_small(w: WorkerMemory, fixed: float, per_thread: float, fixed_what: str
     )
 
 
+SETTLE_SECONDS = (0.5, 1.0, 2.0)
+
+
+def _settled(client, modules: tuple[str, ...], rule, workers: list[WorkerMemory] | None = None):
+    """``rule(workers)`` on the workers' memory; where it refuses, measured again after short waits first.
+
+    A worker that just finished other work (an ingest, a prediction) releases what it held for it a
+    moment later: a single measurement could refuse a computation it can run.
+    """
+    workers = worker_memory(client, modules) if workers is None else workers
+    for wait in SETTLE_SECONDS:
+        try:
+            return rule(workers)
+        except WorkerMemoryError:
+            time.sleep(wait)
+            workers = worker_memory(client, modules)
+    return rule(workers)
+
+
 def check_worker_memory(per_thread: float, thread_what: str, modules: tuple[str, ...] = ()) -> None:
     """Refuse, before the work, a computation whose tasks (``per_thread`` bytes each, one per thread at once:
     ``thread_what`` says of what) do not fit below the line where Dask pauses a worker.
@@ -265,9 +297,12 @@ def check_worker_memory(per_thread: float, thread_what: str, modules: tuple[str,
     if client is None:
         return
     heap = float(config.get("worker-heap-bytes"))
-    for w in worker_memory(client, modules):
-        if heap + w.threads * per_thread > w.usable:
-            raise _too_small(w, heap, per_thread, "heap", thread_what)
+    def check(workers: list[WorkerMemory]) -> None:
+        for w in workers:
+            if heap + w.threads * per_thread > w.usable:
+                raise _too_small(w, heap, per_thread, "heap", thread_what)
+
+    _settled(client, modules, check)
 
 
 def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: int = 8, fit: bool = True,
@@ -324,7 +359,8 @@ def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: 
             f"a stored chunk of {format_bytes(chunk_bytes)} read whole, twice" if chunk_bytes else "",
             f"{format_bytes(persisted_bytes / len(workers))} of persisted data" if persisted_bytes else "",
             f"{format_bytes(heap)} of heap") if part)
-        max_rows = fit_block_rows(workers, k, itemsize, fixed, fit, cap, what)
+        max_rows = _settled(client, worker_modules,
+                            lambda now: fit_block_rows(now, k, itemsize, fixed, fit, cap, what), workers)
     else:
         budget = task_memory_budget(config.get("task-memory-share"))
         max_rows = min(cap, max(MIN_BLOCK_ROWS, int(budget // (8 * k))))

@@ -458,9 +458,11 @@ def test_command_line_walkthrough(tmp_path, scheduler_address, capsys):
 
 @pytest.mark.slow
 def test_train_on_workers_too_small_for_the_fit_exits_with_one_line(tmp_path):
-    """The issue's ``dsvm train demo/train.zarr -k 300 --memory-limit 380MB``: the worker pauses before any
-    work; the command must exit within a bounded time with one line naming the memory the fit needs and
-    the memory there is (not wait silently until killed)."""
+    """The issue's ``dsvm train demo/train.zarr -k 300 --memory-limit 380MB``, where the worker paused
+    before any work and the fit waited silently until killed.  A worker of this size now holds little
+    enough to run that fit, so the job here is made too large for it (k = 3000: the Gram matrices of a
+    pass alone need more than the worker has): the command must exit within a bounded time with one line
+    naming the memory the fit needs and the memory there is."""
     import subprocess
     import sys
     import time
@@ -470,7 +472,7 @@ def test_train_on_workers_too_small_for_the_fit_exits_with_one_line(tmp_path):
     # a bounded wait is the point: before the fix the command never returned
     env = {**os.environ, "DASK_DSVM__PAUSED_TIMEOUT": "20"}
     done = subprocess.run([sys.executable, "-m", "dsvm", "-q", "train", str(tmp_path / "train.zarr"), "--model",
-                           str(tmp_path / "m.npz"), "-k", "300", "--memory-limit", "380MB"],
+                           str(tmp_path / "m.npz"), "-k", "3000", "--memory-limit", "380MB"],
                           capture_output=True, text=True, timeout=150, env=env)
     assert time.monotonic() - t0 < 150
     assert done.returncode == 1, done.stderr[-2000:]
