@@ -29,6 +29,7 @@ import importlib
 import logging
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -116,6 +117,9 @@ def _release_free_heap() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to release this way
         pass
+    arrow = sys.modules.get("pyarrow")  # where an ingest of DataFrames or Parquet loaded it
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
 
 
 def _probe_worker(modules: tuple[str, ...]) -> dict:
