@@ -118,8 +118,9 @@ def _release_free_heap() -> None:
     except (OSError, AttributeError):  # not glibc: nothing to release this way
         pass
     arrow = sys.modules.get("pyarrow")  # where an ingest of DataFrames or Parquet loaded it
-    if arrow is not None:
-        arrow.default_memory_pool().release_unused()
+    release = getattr(getattr(arrow, "default_memory_pool", lambda: None)(), "release_unused", None)
+    if release is not None:  # pyarrow's pool keeps freed memory; older pyarrow cannot release it
+        release()
 
 
 def _probe_worker(modules: tuple[str, ...]) -> dict:
@@ -301,6 +302,7 @@ def check_worker_memory(per_thread: float, thread_what: str, modules: tuple[str,
     if client is None:
         return
     heap = float(config.get("worker-heap-bytes"))
+
     def check(workers: list[WorkerMemory]) -> None:
         for w in workers:
             if heap + w.threads * per_thread > w.usable:
