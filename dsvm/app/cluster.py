@@ -303,8 +303,8 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
     from distributed.comm.addressing import parse_address, parse_host_port
 
     try:
-        _, location = parse_address(address)
-        parse_host_port(location, default_port=DEFAULT_SCHEDULER_PORT)
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location, default_port=DEFAULT_SCHEDULER_PORT)
     except ValueError as exc:
         raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
     try:
@@ -314,6 +314,15 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         pass
     started = time.monotonic()
     first = min(FIRST_ATTEMPT_SECONDS, timeout)
+    if scheme in ("tcp", "tls"):
+        # A plain socket first: distributed's connect retries a refused port until its timeout, and on a
+        # loaded machine its first attempt may not even get to the refusal within ``first``.
+        try:
+            socket.create_connection((host, port), timeout=first).close()
+        except (ConnectionRefusedError, socket.gaierror) as exc:
+            raise _unreachable(address, where, exc, started) from None
+        except OSError:  # no answer yet: the handshake below waits for it, up to ``timeout``
+            pass
     try:
         asyncio.run(_handshake(address, first))
         return
