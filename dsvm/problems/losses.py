@@ -114,6 +114,12 @@ class _GramSum:
     product per block, not two ``(r+1)²`` float64 temporaries per slab.  Two
     SYRKs do half the flops of one signed GEMM (which would also need a scaled
     copy of the rows).  Batches after the first are accumulated in float64.
+
+    Rows added with one cost (no sample weights, one cost per class: the
+    common case) are copied once, unscaled, into a buffer of
+    :data:`SLAB_ROWS` rows that is reused, and their product is scaled by the
+    cost afterwards: the SYRK of the opening's full Gram matrix then costs one
+    copy of the active rows, not three (gather, scale, join).
     """
 
     def __init__(self, r: int, dtype):
@@ -122,12 +128,52 @@ class _GramSum:
         self.parts: dict[float, list[tuple[np.ndarray, np.ndarray]]] = {1.0: [], -1.0: []}
         self.n_buffered = 0
         self.total = None
+        # unscaled rows added with the one cost self._cost, gathered into self._rows
+        self._rows: np.ndarray | None = None
+        self._n_rows = 0
+        self._cost = 0.0
 
     def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float = 1.0) -> None:
         """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
         if not rows.any():
             return
+        if sign > 0:
+            idx = np.flatnonzero(rows)
+            cost = c[idx]
+            if (cost == cost[0]).all():
+                self._gather(F, idx, float(cost[0]))
+                return
         self.add_scaled(*scaled_rows(F, rows, c), sign)
+
+    def _gather(self, F: np.ndarray, idx: np.ndarray, cost: float) -> None:
+        """Copy the rows ``F[idx]`` (all of cost ``cost``) into the buffer, taking its product when it is full."""
+        if self._rows is None:
+            self._rows = np.empty((SLAB_ROWS, self.r), dtype=self.dtype)
+        if self._n_rows and cost != self._cost:
+            self._flush_rows()
+        self._cost = cost
+        while idx.size:
+            take = min(idx.size, SLAB_ROWS - self._n_rows)
+            # mode="clip": out is written directly (mode="raise" would buffer it); idx is in range
+            F.take(idx[:take], axis=0, out=self._rows[self._n_rows : self._n_rows + take], mode="clip")
+            self._n_rows += take
+            idx = idx[take:]
+            if self._n_rows == SLAB_ROWS:
+                self._flush_rows()
+
+    def _flush_rows(self) -> None:
+        """``cost · [B 1]ᵀ[B 1]`` of the gathered rows ``B``, added to the total."""
+        n, r = self._n_rows, self.r
+        if not n:
+            return
+        B = self._rows[:n]
+        G = np.empty((r + 1, r + 1))
+        G[:r, :r] = B.T @ B  # SYRK
+        G[:r, r] = G[r, :r] = tdot(B, np.ones(n))
+        G[r, r] = n
+        G *= self._cost
+        self.total = G if self.total is None else np.add(self.total, G, out=G)
+        self._n_rows = 0
 
     def add_scaled(self, S: np.ndarray, sc: np.ndarray, sign: float = 1.0) -> None:
         """Add or subtract rows already scaled: ``S = sqrt(c) F[rows]``, ``sc = sqrt(c)``."""
@@ -165,6 +211,7 @@ class _GramSum:
     def result(self, pack: bool, dtype):
         """The sum — packed by :func:`pack_symmetric` when ``pack`` (to travel between
         processes), else the matrix itself — or ``0.0`` when no row was pushed."""
+        self._flush_rows()
         self._flush()
         if self.total is None:
             return 0.0

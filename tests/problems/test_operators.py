@@ -100,6 +100,29 @@ def test_gram_batches_across_slabs_match_dense(monkeypatch):
     assert same.n_changed == 0 and same.hess.shape == H1.shape and not same.hess.any()
 
 
+@pytest.mark.parametrize("class_cost", [[1.0, 1.0, 1.0], [1.5, 2.0, 0.5]])
+def test_gram_of_rows_gathered_by_cost_matches_dense(class_cost, monkeypatch):
+    """Without sample weights the active rows of one cost are copied unscaled into a reused buffer
+    (flushed when full, and when the cost changes) and their product scaled afterwards; a slab whose
+    active rows differ in cost goes the scaled way.  Either way: the dense Gram matrix."""
+    import dsvm.problems.losses as losses
+
+    monkeypatch.setattr(losses, "SLAB_ROWS", 4)
+    X, y, _, fmap, F = _problem(False, seed=8)
+    rb = as_row_blocks(_dask_x(X, 1000), 0)
+    classes, codes = encode_labels(da.from_array(y, chunks=(rb.chunks,)), rb)
+    cost = np.array(class_cost)
+    op = SquaredHingeOperator(feature_blocks(rb, fmap), codes.persist(), 0, cost, None)
+    y_pm = np.where(np.searchsorted(classes, y) == 0, 1.0, -1.0)
+    c = cost[np.searchsorted(classes, y)]
+    x = np.random.default_rng(9).normal(size=fmap.n_output + 1) * 0.3
+    _, grad, H, active = dense_pass_reference(F, y_pm, c, x)
+    assert active.sum() > 8  # more than two buffers' worth
+    res = op.evaluate(x, x, (), "full")
+    np.testing.assert_allclose(res.hess, H, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(res.grad, grad, rtol=1e-9, atol=1e-12)
+
+
 def _numpy_operator(X, y, sw, fmap, block_rows, positive):
     rb = as_row_blocks(X, block_rows, min_blocks=1)
     classes, codes = encode_labels(y, rb)
