@@ -7,6 +7,7 @@ Kept because cluster spec files and batch scripts users copy name it (e.g.
 from .app.cluster import (
     ALLOWED_MODULES,
     WORKER_MALLOC_ENV,
+    WORKER_NUMPY_ENV,
     ClusterSpecError,
     cluster_class,
     connect,
@@ -17,6 +18,6 @@ from .app.cluster import (
     worker_environment_config,
 )
 
-__all__ = ["ALLOWED_MODULES", "WORKER_MALLOC_ENV", "ClusterSpecError", "cluster_class", "connect",
+__all__ = ["ALLOWED_MODULES", "WORKER_MALLOC_ENV", "WORKER_NUMPY_ENV", "ClusterSpecError", "cluster_class", "connect",
            "load_cluster_spec", "local_cluster_kwargs", "make_cluster", "validate_cluster_spec",
            "worker_environment_config"]

@@ -313,15 +313,16 @@ class DaskBlocks(RowBlocks):
             return self
         return DaskBlocks(self.array.rechunk({0: tuple(new)}), self.footprint)
 
-    def persist(self):
-        """Keep the blocks in (cluster) memory; waits until they are there."""
+    def persist(self, wait: bool = True):
+        """Keep the blocks in (cluster) memory; waits until they are there unless ``wait=False``."""
         client = active_client()
         if client is None:
             with single_threaded_blas():
                 return DaskBlocks(self.array.persist(), self.footprint)
         with dask.config.set(LARGE_GRAPH):
             array = self.array.persist()
-        gather(client, futures_of(array), results=False, footprint=self.footprint)
+        if wait:
+            gather(client, futures_of(array), results=False, footprint=self.footprint)
         return DaskBlocks(array, self.footprint)
 
     def compute(self):

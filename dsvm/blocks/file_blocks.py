@@ -263,8 +263,8 @@ class FileBlocks(RowBlocks):
     def compute(self):
         return self.as_dask().compute()
 
-    def persist(self) -> RowBlocks:
-        return self.as_dask().persist()
+    def persist(self, wait: bool = True) -> RowBlocks:
+        return self.as_dask().persist(wait)
 
 
 def spill_blocks(X: RowBlocks, fn: Callable, n_cols: int, dtype, folder: str, *, shared: Sequence[Any] = (),

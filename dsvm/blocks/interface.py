@@ -115,8 +115,12 @@ class RowBlocks:
         """
         raise NotImplementedError
 
-    def persist(self) -> "RowBlocks":
-        """Keep the blocks in (cluster) memory; in-process blocks are already there."""
+    def persist(self, wait: bool = True) -> "RowBlocks":
+        """Keep the blocks in (cluster) memory; in-process blocks are already there.
+
+        ``wait=False`` returns at once on a cluster: operations on the result
+        (a :meth:`map_reduce`) then run on each block as soon as it is there.
+        """
         return self
 
     def iter_blocks(self, batch: int = 4):

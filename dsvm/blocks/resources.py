@@ -47,7 +47,7 @@ from .interface import RowBlocks
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["available_threads", "cluster_memory", "task_memory_budget", "available_memory", "task_sized_blocks",
+__all__ = ["available_threads", "cluster_memory", "probe_workers", "task_memory_budget", "available_memory", "task_sized_blocks",
            "describe_scheduler", "WorkerMemory", "worker_memory", "task_bytes", "fit_block_rows", "check_worker_memory",
            "BLOCK_COPIES",
            "GRAM_BYTES", "MIN_BLOCK_ROWS"]
@@ -175,17 +175,27 @@ def available_threads() -> int:
     return os.cpu_count() or 1
 
 
-def cluster_memory() -> tuple[float, int]:
+def probe_workers(modules: tuple[str, ...] = ()) -> list[WorkerMemory]:
+    """:func:`worker_memory` of the active cluster (after loading ``modules`` there); ``[]`` without one.
+
+    One probe is a round trip to every worker: a fit takes one and hands it to
+    :func:`cluster_memory` and :func:`task_sized_blocks` alike.
+    """
+    client = active_client()
+    return worker_memory(client, modules) if client is not None else []
+
+
+def cluster_memory(workers: list[WorkerMemory] | None = None) -> tuple[float, int]:
     """(memory Dask may still use, threads) on the active cluster or this machine.
 
     On a cluster: what the workers may add before Dask pauses them (their
     limits at the pause fraction, less what they hold now), summed.
+    ``workers``: a probe taken just before (:func:`probe_workers`), else one is taken now.
     """
-    client = active_client()
-    if client is not None:
-        workers = worker_memory(client)
-        if workers:
-            return float(sum(w.usable for w in workers)), int(sum(w.threads for w in workers))
+    if workers is None:
+        workers = probe_workers()
+    if workers:
+        return float(sum(w.usable for w in workers)), int(sum(w.threads for w in workers))
     return float(psutil.virtual_memory().available), os.cpu_count() or 1
 
 
@@ -312,7 +322,8 @@ def check_worker_memory(per_thread: float, thread_what: str, modules: tuple[str,
 
 
 def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: int = 8, fit: bool = True,
-                      persisted_bytes: float = 0.0, worker_modules: tuple[str, ...] = ()) -> RowBlocks:
+                      persisted_bytes: float = 0.0, worker_modules: tuple[str, ...] = (),
+                      workers: list[WorkerMemory] | None = None) -> RowBlocks:
     """A dask array's row blocks, split small enough for the workers' memory and into enough blocks to keep
     every thread busy.
 
@@ -338,6 +349,9 @@ def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: 
     worker_modules : tuple of str
         The modules the tasks import on the workers: loaded there before
         their memory is measured.
+    workers : list of WorkerMemory, optional
+        A probe of the workers taken just before with ``worker_modules``
+        (:func:`probe_workers`); else one is taken here.
 
     Returns
     -------
@@ -357,7 +371,10 @@ def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: 
     chunk_bytes = float(chunk_bytes or 0.0)
     cap = max(MIN_BLOCK_ROWS, int(config.get("block-bytes") // (8 * k)))
     client = active_client()
-    workers = worker_memory(client, worker_modules) if client is not None else []
+    if client is None:
+        workers = []
+    elif workers is None:
+        workers = worker_memory(client, worker_modules)
     if workers:
         heap = float(config.get("worker-heap-bytes"))
         fixed = CHUNK_COPIES * chunk_bytes + persisted_bytes / len(workers) + heap

@@ -130,6 +130,9 @@ class FeatureStore:
         A reduction over the feature blocks (with blocks aligned with ``X``):
         run on each block while it is written to disk, else in one pass over
         the new store.  Its result is :attr:`then_result`.
+    plan : (str, str), optional
+        ``(store, reason)`` from :func:`plan_feature_store` for these
+        arguments, when the caller has just made it (it asks the workers).
 
     Attributes
     ----------
@@ -142,8 +145,8 @@ class FeatureStore:
     """
 
     def __init__(self, X: RowBlocks, fmap, store: str = "auto", check_finite: bool = True, sparse_density=None,
-                 then: BlockReduction | None = None):
-        self.kind, reason = plan_feature_store(
+                 then: BlockReduction | None = None, plan: tuple[str, str] | None = None):
+        self.kind, reason = plan or plan_feature_store(
             store, X, fmap.n_output, fmap.n_components, np.dtype(fmap.dtype).itemsize, sparse_density
         )
         logger.info("feature store: %s (%s)", self.kind, reason)
@@ -174,7 +177,9 @@ class FeatureStore:
                 raise
             return
         lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=shared, with_offset=True)
-        self.features = lazy.persist() if self.kind == "memory" else lazy
+        # with a reduction to run, it starts on each block as soon as that block is in memory (it waits
+        # for them all): no barrier between the two, no second trip through memory for most blocks
+        self.features = lazy.persist(wait=then is None) if self.kind == "memory" else lazy
         if then is not None:
             self.then_result = self.features.map_reduce(then.fn, aligned=then.aligned, shared=then.shared,
                                                         combine=then.combine)

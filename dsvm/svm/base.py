@@ -34,6 +34,7 @@ from ..blocks import (
     is_dask_array,
     is_dask_frame,
     lazy_result,
+    probe_workers,
     task_sized_blocks,
 )
 from ..checks import check_n_rows, check_positive, check_positive_int
@@ -256,11 +257,12 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
         # Landmarks, gamma and the feature stage each read X: keep it in the
         # cluster's memory when it is small next to that memory (it is far
         # smaller than F whenever p < k), instead of re-reading the store.
-        memory, _ = cluster_memory()
+        workers = probe_workers(TASK_MODULES)  # one round trip to the workers serves both questions
+        memory, _ = cluster_memory(workers)
         persist = float(X.nbytes) <= 0.1 * memory
         X_rb = task_sized_blocks(X, min(est.n_components, X.shape[0]), chunk_bytes,
                                  itemsize=np.dtype(est.dtype).itemsize, persisted_bytes=float(X.nbytes) if persist else 0.0,
-                                 worker_modules=TASK_MODULES)
+                                 worker_modules=TASK_MODULES, workers=workers)
         X_rb = _scaled(est, X_rb, False, X.dtype)
         if X_rb.is_distributed and persist:
             X_rb = X_rb.persist()

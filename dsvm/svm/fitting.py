@@ -169,9 +169,10 @@ def fit_problems(
     coef = np.zeros((len(labels), r))
     intercept = np.zeros(len(labels))
     hessian = resolve_hessian(est.hessian, X_rb.n_rows, r + 1, X_rb.is_distributed)
-    opening = None
+    opening = plan = None
     if X_rb.is_distributed:
-        kind, _ = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
+        plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
+        kind = plan[0]
         if kind != "recompute":  # recomputed passes read X (and so the labels) again anyway
             aligned = [a.persist() if a is not None else None for a in aligned]
         if est.solver == "newton" and state is None and starts is None:
@@ -180,7 +181,7 @@ def fit_problems(
                 timing["opening"] = opening.stats
     t0 = time.perf_counter()
     with FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked,
-                      then=None if opening is None else opening.reduction) as store:
+                      then=None if opening is None else opening.reduction, plan=plan) as store:
         features = store.features
         timing["feature_seconds"] = time.perf_counter() - t0
         opened = None if opening is None else opening.starts(store.then_result)

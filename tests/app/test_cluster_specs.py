@@ -73,6 +73,34 @@ def test_default_local_cluster_listens_on_localhost():
         assert client.dashboard_link.startswith("http://127.0.0.1:")
 
 
+def _worker_settings():
+    import os
+
+    import numpy as np
+
+    return ({k: os.environ.get(k) for k in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "NUMPY_MADVISE_HUGEPAGE")},
+            bool(np._core.multiarray._get_madvise_hugepage()))
+
+
+def test_default_local_cluster_workers_get_the_malloc_and_numpy_settings():
+    """Workers dsvm starts reuse heap memory for temporaries and ask for no transparent huge pages (a page
+    fault of such a page may stop to compact memory: seconds per fit, see WORKER_NUMPY_ENV)."""
+    from dsvm.cluster import WORKER_MALLOC_ENV, WORKER_NUMPY_ENV
+
+    with connect(local={"n_workers": 1, "threads_per_worker": 1}) as client:
+        ((env, hugepages),) = client.run(_worker_settings).values()
+    assert env == {**WORKER_MALLOC_ENV, **WORKER_NUMPY_ENV}
+    assert WORKER_NUMPY_ENV == {"NUMPY_MADVISE_HUGEPAGE": "0"} and hugepages is False
+
+
+@pytest.mark.parametrize("name", ["slurm", "pbs"])
+def test_batch_specs_give_workers_the_same_settings(name):
+    from dsvm.cluster import WORKER_MALLOC_ENV, WORKER_NUMPY_ENV
+
+    prologue = load_cluster_spec(REPO / "cluster" / f"{name}.yaml")["kwargs"]["job_script_prologue"]
+    assert sorted(prologue) == sorted(f"export {k}={v}" for k, v in {**WORKER_MALLOC_ENV, **WORKER_NUMPY_ENV}.items())
+
+
 def _jobqueue_cluster(name, tmp_path, monkeypatch):
     """Construct a dask-jobqueue cluster from a shipped spec without submitting any job."""
     pytest.importorskip("dask_jobqueue")
