@@ -23,6 +23,7 @@ import argparse
 import errno
 import json
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -91,8 +92,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--degree", type=int, default=3, help="degree of the poly kernel (default 3)")
     g.add_argument("--coef0", type=float, default=0.0, help="constant term of the poly and sigmoid kernels (default 0)")
     g.add_argument("--landmarks", default="uniform", choices=list(LANDMARK_METHODS),
-                   help="uniform rows, k-means centres, greedy pivoted-Cholesky rows, or rows active under a smaller model "
-                        "(default uniform)")
+                   help="uniform rows, k-means centres ('kmeans'), greedy pivoted-Cholesky rows ('pivoted'), or rows "
+                        "active under a smaller model ('active') (default uniform)")
     g.add_argument("--solver", default="newton", choices=list(SOLVERS),
                    help="newton: semismooth Newton (LA-SN, default); tron: LIBLINEAR's trust-region Newton; "
                         "dcd: LIBLINEAR's dual coordinate descent (features gathered in memory); pegasos: "
@@ -257,10 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(recursively; default: the scratch directory and the system temporary folder, not recursively): "
         "scratch feature stores (dsvm-features-PID-*.zarr), temporary datasets of 'dsvm train/evaluate/predict "
         "FILE' (dsvm-train-PID-*, dsvm-input-PID-*) and ingest working folders (.NAME.*.dsvm-tmp), each holding "
-        "a .dsvm-owner.json naming its process and host; and temporary files of models, checkpoints and "
-        "predictions (.NAME.tmp-PID). It removes those whose process is gone from this host (a file also must "
-        "have been left unchanged for a minute), and keeps anything of a running process, of another host, or "
-        "without a marker.")
+        "a .dsvm-owner.json naming its process and host; and the temporary files earlier versions of dsvm "
+        "wrote models, checkpoints and predictions to (.NAME.tmp-PID). It removes those whose process is gone "
+        "from this host (a file also must have been left unchanged for a minute), and keeps anything of a "
+        "running process, of another host, or without a marker. A write of a model, checkpoint or prediction "
+        "killed outright leaves its staging folder (.NAME.*.dsvm-tmp, no marker) next to the target, whose old "
+        "content is intact: delete the folder yourself.")
     p.add_argument("dirs", nargs="*", metavar="DIR", help="folders to search")
     p.add_argument("--dry-run", action="store_true", help="list only, remove nothing")
     return parser
@@ -481,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
             _check_cluster_args(args)
             return COMMANDS[args.command](args)
+    except BrokenPipeError:  # the reader went away (`dsvm info x | head`): stop quietly
+        _quiet_stdout()
+        return 0
     except (UserError, ClusterSpecError, ModelFileError, PipelineError, FileNotFoundError, FileExistsError,
             ValueError, PermissionError, MemoryError, NoWorkersError, OSError) as exc:
         if isinstance(exc, OSError) and not _is_user_os_error(exc):
@@ -490,9 +496,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dsvm {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # e.g. `dsvm info x | head`
-        sys.stderr.close()
-        return 0
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device: what is left in its buffer would otherwise fail again,
+    with a traceback, when the interpreter flushes it at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real file descriptor behind stdout (a test's capture): nothing to quiet
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

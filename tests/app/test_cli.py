@@ -489,3 +489,28 @@ def test_train_on_workers_too_small_for_the_fit_exits_with_one_line(tmp_path):
         re.search(r"has been paused by Dask for lack of memory for 20 s: .* holds [\d.]+ MiB of its 362.4 MiB limit", line) \
         or re.search(r"Dask workers died \d+ times running the same task .* Each worker has 362.4 MiB of memory", line)
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`dsvm info X | head`: the reader leaves before the output ends; no traceback (BrokenPipeError is an
+    OSError, which the one-line error handling used to re-raise), exit status 0."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "long_output.py"
+    script.write_text(
+        "import sys\n"
+        "from dsvm.app import cli\n"
+        "def long_output(args):\n"
+        "    for _ in range(200_000):\n"
+        "        print('x' * 50)\n"
+        "    return 0\n"
+        "cli.COMMANDS['info'] = long_output\n"
+        "sys.exit(cli.main(['info', 'anything']))\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"x" * 50 + b"\n"
+    proc.stdout.close()  # as `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert err == ""
