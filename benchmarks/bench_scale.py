@@ -126,7 +126,10 @@ def scale_run(args, workdir: Path) -> dict:
     prob = s["problems"][0]
     r = model.coef_.shape[1]
     f_bytes = args.rows * r * 4
+    # the faster of the two reads is the reference (the stricter one); the disk's speed moves during a
+    # run on a shared machine, so the ratio against the slower read is kept as well
     dd_F = f_bytes / (max(result["dd_GBps_before"], result["dd_GBps_after"]) * 1e9)
+    dd_F_slow = f_bytes / (min(result["dd_GBps_before"], result["dd_GBps_after"]) * 1e9)
     map_flops, gram_flops = _feature_flops(model, args.rows, args.features)
     t_feat = s["feature_seconds"]
     rate = (map_flops + gram_flops) / t_feat / 1e9
@@ -137,9 +140,10 @@ def scale_run(args, workdir: Path) -> dict:
         "feature_gflops": rate, "feature_gflops_map_only": map_flops / t_feat / 1e9,
         "feature_ratio_to_probe": {"before": rate / result["gemm_gflops_before"],
                                    "after": rate / result["gemm_gflops_after"]},
-        "dd_read_of_F_s": dd_F,
+        "dd_read_of_F_s": dd_F, "dd_read_of_F_slower_s": dd_F_slow,
         "passes": [{"iter": h["iter"], "seconds": h["seconds"], "passes": h["passes"], "update": h["hessian_update"],
-                    "ratio_to_dd": h["seconds"] / max(1, h["passes"]) / dd_F} for h in prob["history"]],
+                    "ratio_to_dd": h["seconds"] / max(1, h["passes"]) / dd_F,
+                    "ratio_to_slower_dd": h["seconds"] / max(1, h["passes"]) / dd_F_slow} for h in prob["history"]],
         "peak_worker_rss_GB": {w: v / 1e9 for w, v in memory.peak.items()},
         "worker_memory_limit_GB": {w: v / 1e9 for w, v in limits.items()},
         "end_to_end_s": result["fit_s"],
@@ -164,7 +168,8 @@ def print_scale(res: dict) -> None:
           "GB/s before / after)")
     for p in res["passes"]:
         print(f"  it {p['iter']}: {p['seconds']:.1f} s, {p['passes']} pass(es), {p['update']}: "
-              f"{p['ratio_to_dd']:.2f} x dd per pass (target <= 1.5)")
+              f"{p['ratio_to_dd']:.2f} x the faster dd read per pass (target <= 1.5), "
+              f"{p.get('ratio_to_slower_dd', float('nan')):.2f} x the slower")
     print(f"end to end {res['end_to_end_s']:.1f} s = {res['end_to_end_vs_target']:.2f} x the {TARGET_SECONDS:.0f} s "
           "target (10M x 28, k=1000)")
 

@@ -29,6 +29,12 @@ if [ -f .venv/bin/activate ]; then
   . .venv/bin/activate
 fi
 
+# glibc malloc and numpy settings for the workers, which run in these tasks' processes
+# (see dsvm.app.cluster.WORKER_MALLOC_ENV and WORKER_NUMPY_ENV)
+export MALLOC_TRIM_THRESHOLD_=${MALLOC_TRIM_THRESHOLD_:-16777216}
+export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-16777216}
+export NUMPY_MADVISE_HUGEPAGE=${NUMPY_MADVISE_HUGEPAGE:-0}
+
 # Fast network between nodes, e.g. ib0; `lo` keeps everything on 127.0.0.1
 # (single node).  Empty: the address the host name resolves to.
 export DSVM_DASK_INTERFACE=${DSVM_DASK_INTERFACE:-}
