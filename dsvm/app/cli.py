@@ -24,6 +24,7 @@ import errno
 import json
 import logging
 import os
+import select
 import sys
 import tempfile
 from pathlib import Path
@@ -256,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A run removes its temporary folders and files when it ends, also on an error, Ctrl-C or "
         "SIGTERM; kill -9 leaves them. This lists what dsvm's owner markers identify under the folders "
         "(recursively; default: the scratch directory and the system temporary folder, not recursively): "
-        "scratch feature stores (dsvm-features-PID-*.zarr), temporary datasets of 'dsvm train/evaluate/predict "
+        "scratch feature stores (dsvm-features-PID-*), temporary datasets of 'dsvm train/evaluate/predict "
         "FILE' (dsvm-train-PID-*, dsvm-input-PID-*) and ingest working folders (.NAME.*.dsvm-tmp), each holding "
         "a .dsvm-owner.json naming its process and host; and the temporary files earlier versions of dsvm "
         "wrote models, checkpoints and predictions to (.NAME.tmp-PID). It removes those whose process is gone "
@@ -483,10 +484,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
             _check_cluster_args(args)
-            return COMMANDS[args.command](args)
-    except BrokenPipeError:  # the reader went away (`dsvm info x | head`): stop quietly
+            status = COMMANDS[args.command](args)
+            sys.stdout.flush()  # here, not at exit: a reader gone by now is handled below
+            return status
+    except BrokenPipeError:
+        if not _stdout_reader_gone():  # some other pipe or socket: a real failure
+            raise
+        # the reader of the output went away (`dsvm info x | head`): stop without a traceback; status 1,
+        # as Python does, since the command did not finish writing
         _quiet_stdout()
-        return 0
+        return 1
     except (UserError, ClusterSpecError, ModelFileError, PipelineError, FileNotFoundError, FileExistsError,
             ValueError, PermissionError, MemoryError, NoWorkersError, OSError) as exc:
         if isinstance(exc, OSError) and not _is_user_os_error(exc):
@@ -496,6 +503,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dsvm {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether standard output is a pipe whose reading end was closed (the write end then polls as an error)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no real file descriptor, or no poll() on this platform
+        return False
 
 
 def _quiet_stdout() -> None:

@@ -313,14 +313,19 @@ class DaskBlocks(RowBlocks):
             return self
         return DaskBlocks(self.array.rechunk({0: tuple(new)}), self.footprint)
 
-    def persist(self, wait: bool = True):
-        """Keep the blocks in (cluster) memory; waits until they are there unless ``wait=False``."""
+    def persist(self, wait: bool | None = True):
+        """Keep the blocks in (cluster) memory; waits until they are there unless ``wait=False``, or
+        ``wait=None`` on a cluster of one worker (see :meth:`RowBlocks.persist`)."""
         client = active_client()
         if client is None:
             with single_threaded_blas():
                 return DaskBlocks(self.array.persist(), self.footprint)
         with dask.config.set(LARGE_GRAPH):
             array = self.array.persist()
+        if wait is None:
+            # several workers: wait, so that what runs next is pinned to the holders of the blocks
+            # (_map_reduce_futures), and one partial result per worker travels
+            wait = len(client.nthreads()) > 1
         if wait:
             gather(client, futures_of(array), results=False, footprint=self.footprint)
         return DaskBlocks(array, self.footprint)

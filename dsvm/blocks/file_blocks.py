@@ -263,7 +263,7 @@ class FileBlocks(RowBlocks):
     def compute(self):
         return self.as_dask().compute()
 
-    def persist(self, wait: bool = True) -> RowBlocks:
+    def persist(self, wait: bool | None = True) -> RowBlocks:
         return self.as_dask().persist(wait)
 
 

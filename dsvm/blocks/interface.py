@@ -115,11 +115,14 @@ class RowBlocks:
         """
         raise NotImplementedError
 
-    def persist(self, wait: bool = True) -> "RowBlocks":
+    def persist(self, wait: bool | None = True) -> "RowBlocks":
         """Keep the blocks in (cluster) memory; in-process blocks are already there.
 
         ``wait=False`` returns at once on a cluster: operations on the result
-        (a :meth:`map_reduce`) then run on each block as soon as it is there.
+        (a :meth:`map_reduce`) then run on each block as soon as it is there,
+        though not pinned to the worker holding it.  ``wait=None`` does so
+        where the cluster has one worker (nothing to pin) and waits where it
+        has several.
         """
         return self
 

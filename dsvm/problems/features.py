@@ -177,9 +177,9 @@ class FeatureStore:
                 raise
             return
         lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=shared, with_offset=True)
-        # with a reduction to run, it starts on each block as soon as that block is in memory (it waits
-        # for them all): no barrier between the two, no second trip through memory for most blocks
-        self.features = lazy.persist(wait=then is None) if self.kind == "memory" else lazy
+        # with a reduction to run on one worker, it starts on each block as soon as that block is in
+        # memory (it waits for them all): no barrier between the two
+        self.features = lazy.persist(wait=True if then is None else None) if self.kind == "memory" else lazy
         if then is not None:
             self.then_result = self.features.map_reduce(then.fn, aligned=then.aligned, shared=then.shared,
                                                         combine=then.combine)

@@ -150,7 +150,11 @@ class _GramSum:
         if self._rows is None:
             self._rows = np.empty((SLAB_ROWS, self.r), dtype=self.dtype)
         if self._n_rows and cost != self._cost:
-            self._flush_rows()
+            # rows of the earlier cost join the scaled batch (a copy: the buffer is reused), so that a cost
+            # changing from slab to slab does not cost one (r+1)² product per change
+            n, root = self._n_rows, np.sqrt(self._cost)
+            self.add_scaled(self._rows[:n] * self.dtype.type(root), np.full(n, root))
+            self._n_rows = 0
         self._cost = cost
         while idx.size:
             take = min(idx.size, SLAB_ROWS - self._n_rows)
@@ -169,7 +173,7 @@ class _GramSum:
         B = self._rows[:n]
         G = np.empty((r + 1, r + 1))
         G[:r, :r] = B.T @ B  # SYRK
-        G[:r, r] = G[r, :r] = tdot(B, np.ones(n))
+        G[:r, r] = G[r, :r] = B.sum(axis=0, dtype=np.float64)
         G[r, r] = n
         G *= self._cost
         self.total = G if self.total is None else np.add(self.total, G, out=G)

@@ -491,26 +491,52 @@ def test_train_on_workers_too_small_for_the_fit_exits_with_one_line(tmp_path):
     assert not (tmp_path / "m.npz").exists()
 
 
-def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
-    """`dsvm info X | head`: the reader leaves before the output ends; no traceback (BrokenPipeError is an
-    OSError, which the one-line error handling used to re-raise), exit status 0."""
+def _run_piped_to_a_closed_reader(tmp_path, body: str):
+    """Run ``dsvm info`` with ``body`` as the command (returning its status) and its output read for ten
+    bytes only, then closed (as `| head -c 10` does): (exit status, stderr)."""
     import subprocess
     import sys
 
     script = tmp_path / "long_output.py"
     script.write_text(
-        "import sys\n"
+        "import sys, time\n"
         "from dsvm.app import cli\n"
-        "def long_output(args):\n"
-        "    for _ in range(200_000):\n"
-        "        print('x' * 50)\n"
-        "    return 0\n"
-        "cli.COMMANDS['info'] = long_output\n"
+        "def command(args):\n" + "".join(f"    {line}\n" for line in body.splitlines()) +
+        "cli.COMMANDS['info'] = command\n"
         "sys.exit(cli.main(['info', 'anything']))\n"
     )
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stdout.readline() == b"x" * 50 + b"\n"
-    proc.stdout.close()  # as `head -1` does
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # block-buffered, as a user's shell has it
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert len(proc.stdout.read(10)) == 10
+    proc.stdout.close()
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 0
-    assert err == ""
+    return proc.wait(timeout=60), err
+
+
+def test_output_into_a_closed_pipe_ends_without_a_traceback(tmp_path):
+    """`dsvm info X | head`: the reader leaves before the output ends.  No traceback (BrokenPipeError is an
+    OSError, which the one-line error handling used to re-raise), status 1 (the output is incomplete),
+    also when the last of the output is only written at the final flush."""
+    status, err = _run_piped_to_a_closed_reader(tmp_path, "for _ in range(200_000):\n    print('x' * 50)\nreturn 0")
+    assert (status, err) == (1, "")
+    # one long line, then time for the reader to leave: the rest is written by the flush after the command
+    status, err = _run_piped_to_a_closed_reader(tmp_path, "print('x' * 20_000)\ntime.sleep(1.0)\nreturn 0")
+    assert (status, err) == (1, "")
+
+
+def test_a_broken_pipe_that_is_not_the_output_is_still_an_error(tmp_path):
+    """A command failing on some other pipe while its own output is read to the end: a real failure."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "other_pipe.py"
+    script.write_text(
+        "import sys\n"
+        "from dsvm.app import cli\n"
+        "def command(args):\n"
+        "    raise BrokenPipeError(32, 'Broken pipe (a worker connection)')\n"
+        "cli.COMMANDS['info'] = command\n"
+        "sys.exit(cli.main(['info', 'anything']))\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "BrokenPipeError" in proc.stderr

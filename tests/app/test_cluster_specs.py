@@ -82,11 +82,15 @@ def _worker_settings():
             bool(np._core.multiarray._get_madvise_hugepage()))
 
 
-def test_default_local_cluster_workers_get_the_malloc_and_numpy_settings():
+def test_default_local_cluster_workers_get_the_malloc_and_numpy_settings(monkeypatch):
     """Workers dsvm starts reuse heap memory for temporaries and ask for no transparent huge pages (a page
     fault of such a page may stop to compact memory: seconds per fit, see WORKER_NUMPY_ENV)."""
     from dsvm.cluster import WORKER_MALLOC_ENV, WORKER_NUMPY_ENV
 
+    # values already in this process's environment win over the config (distributed's rule), and a
+    # cluster started earlier in the session leaves its own there
+    for name in (*WORKER_MALLOC_ENV, *WORKER_NUMPY_ENV):
+        monkeypatch.delenv(name, raising=False)
     with connect(local={"n_workers": 1, "threads_per_worker": 1}) as client:
         ((env, hugepages),) = client.run(_worker_settings).values()
     assert env == {**WORKER_MALLOC_ENV, **WORKER_NUMPY_ENV}

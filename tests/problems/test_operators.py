@@ -123,6 +123,26 @@ def test_gram_of_rows_gathered_by_cost_matches_dense(class_cost, monkeypatch):
     np.testing.assert_allclose(res.grad, grad, rtol=1e-9, atol=1e-12)
 
 
+def test_gram_of_gathered_rows_across_partial_buffers_and_cost_changes_matches_dense(monkeypatch):
+    """The gathered rows' buffer filled across slabs (split over two products), costs changing between
+    slabs (the rows buffered so far join the scaled batch), a slab of mixed costs and one with no active
+    row: the dense ``[F 1]ᵀ diag(c) [F 1]`` over the active rows."""
+    from dsvm.problems import losses
+
+    monkeypatch.setattr(losses, "SLAB_ROWS", 4)
+    # at x = 0 every row of positive cost is active; class 2 costs nothing
+    codes = np.array([0, 0, 0, 2,  0, 0, 0, 2,  1, 1, 2, 2,  1, 2, 2, 2,  # 3 at 0.5, 3 at 0.5, 2 at 2, 1 at 2
+                      1, 1, 1, 1,  0, 0, 2, 2,  0, 1, 2, 2,  2, 2, 2, 2])  # 4 at 2, 2 at 0.5, mixed, none
+    class_cost = np.array([0.5, 2.0, 0.0])
+    F = np.random.default_rng(10).normal(size=(codes.size, 5)).astype(np.float32)
+    params = {"x0": np.zeros(6), "x1": np.zeros(6), "hessian": "full", "positive": 1, "class_cost": class_cost,
+              "pack": False}
+    c = class_cost[codes]
+    F1 = np.hstack([F.astype(np.float64), np.ones((codes.size, 1))])
+    expected = F1.T @ (c[:, None] * F1)
+    np.testing.assert_allclose(losses.sqhinge_pass(F, codes, None, params)["hess"], expected, rtol=2e-6, atol=1e-5)
+
+
 def _numpy_operator(X, y, sw, fmap, block_rows, positive):
     rb = as_row_blocks(X, block_rows, min_blocks=1)
     classes, codes = encode_labels(y, rb)
