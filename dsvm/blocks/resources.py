@@ -371,10 +371,7 @@ def task_sized_blocks(X, k: int, chunk_bytes: float | None = None, *, itemsize: 
     chunk_bytes = float(chunk_bytes or 0.0)
     cap = max(MIN_BLOCK_ROWS, int(config.get("block-bytes") // (8 * k)))
     client = active_client()
-    if client is None:
-        workers = []
-    elif workers is None:
-        workers = worker_memory(client, worker_modules)
+    workers = probe_workers(worker_modules) if workers is None else workers
     if workers:
         heap = float(config.get("worker-heap-bytes"))
         fixed = CHUNK_COPIES * chunk_bytes + persisted_bytes / len(workers) + heap

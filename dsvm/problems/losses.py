@@ -167,16 +167,10 @@ class _GramSum:
 
     def _flush_rows(self) -> None:
         """``cost · [B 1]ᵀ[B 1]`` of the gathered rows ``B``, added to the total."""
-        n, r = self._n_rows, self.r
+        n = self._n_rows
         if not n:
             return
-        B = self._rows[:n]
-        G = np.empty((r + 1, r + 1))
-        G[:r, :r] = B.T @ B  # SYRK
-        G[:r, r] = G[r, :r] = tdot(B, np.ones(n))  # a GEMV: 3x faster here than a float64 sum of the rows
-        G[r, r] = n
-        G *= self._cost
-        self.total = G if self.total is None else np.add(self.total, G, out=G)
+        self._accumulate(np.multiply(self._product([(self._rows[:n], np.ones(n))]), self._cost, dtype=np.float64))
         self._n_rows = 0
 
     def add_scaled(self, S: np.ndarray, sc: np.ndarray, sign: float = 1.0) -> None:
@@ -195,9 +189,13 @@ class _GramSum:
         sc = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
         G = np.empty((r + 1, r + 1), dtype=self.dtype)
         G[:r, :r] = S.T @ S  # numpy dispatches Sᵀ S to SYRK
-        G[:r, r] = G[r, :r] = tdot(S, sc)
+        G[:r, r] = G[r, :r] = tdot(S, sc)  # a GEMV: faster than a float64 sum of the rows where sc is 1
         G[r, r] = float(np.dot(sc, sc))
         return G
+
+    def _accumulate(self, G: np.ndarray) -> None:
+        """Add one batch's product to the total (float64 from the second batch on)."""
+        self.total = G if self.total is None else np.add(self.total, G, dtype=np.float64)
 
     def _flush(self) -> None:
         plus, minus = self.parts[1.0], self.parts[-1.0]
@@ -209,7 +207,7 @@ class _GramSum:
             G = self._product(plus)
         else:
             G = np.negative(self._product(minus))
-        self.total = G if self.total is None else np.add(self.total, G, dtype=np.float64)
+        self._accumulate(G)
         self.parts, self.n_buffered = {1.0: [], -1.0: []}, 0
 
     def result(self, pack: bool, dtype):
