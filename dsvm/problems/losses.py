@@ -25,12 +25,27 @@ so that the gradient keeps about float64-slab accuracy without ever copying
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
 from .margin_cache import MarginCache
 
 SLAB_ROWS = 8192
+
+_THREAD = threading.local()
+
+
+def _gather_buffer(rows: int, r: int, dtype) -> np.ndarray:
+    """A ``(rows, r)`` buffer of this thread's, reused by its next pass: a fresh one of tens of MB per
+    block would be page-faulted in again each time (workers return freed memory to the system)."""
+    dtype = np.dtype(dtype)
+    need = rows * r * dtype.itemsize
+    have = getattr(_THREAD, "gather", None)
+    if have is None or have.nbytes < need:
+        have = None  # free the smaller one first
+        have = _THREAD.gather = np.empty(need, dtype=np.uint8)
+    return have[:need].view(dtype).reshape(rows, r)
 
 
 def labels_pm1(codes: np.ndarray, positive: int) -> np.ndarray:
@@ -117,9 +132,11 @@ class _GramSum:
 
     Rows added with one cost (no sample weights, one cost per class: the
     common case) are copied once, unscaled, into a buffer of
-    :data:`SLAB_ROWS` rows that is reused, and their product is scaled by the
-    cost afterwards: the SYRK of the opening's full Gram matrix then costs one
-    copy of the active rows, not three (gather, scale, join).
+    :data:`SLAB_ROWS` rows that is reused (one per thread, kept across
+    passes), and their product is scaled by the cost afterwards: the SYRK of
+    the opening's full Gram matrix then costs one copy of the active rows,
+    not three (gather, scale, join).  One sum per thread at a time: the
+    buffer is the thread's.
     """
 
     def __init__(self, r: int, dtype):
@@ -148,7 +165,7 @@ class _GramSum:
     def _gather(self, F: np.ndarray, idx: np.ndarray, cost: float) -> None:
         """Copy the rows ``F[idx]`` (all of cost ``cost``) into the buffer, taking its product when it is full."""
         if self._rows is None:
-            self._rows = np.empty((SLAB_ROWS, self.r), dtype=self.dtype)
+            self._rows = _gather_buffer(SLAB_ROWS, self.r, self.dtype)
         if self._n_rows and cost != self._cost:
             # rows of the earlier cost join the scaled batch (a copy: the buffer is reused), so that a cost
             # changing from slab to slab does not cost one (r+1)² product per change
@@ -170,7 +187,10 @@ class _GramSum:
         n = self._n_rows
         if not n:
             return
-        self._accumulate(np.multiply(self._product([(self._rows[:n], np.ones(n))]), self._cost, dtype=np.float64))
+        G = self._product([(self._rows[:n], np.ones(n))])
+        if self._cost != 1.0:
+            G *= self.dtype.type(self._cost)  # in place: one rounding of F's dtype, as the product's own
+        self._accumulate(G)
         self._n_rows = 0
 
     def add_scaled(self, S: np.ndarray, sc: np.ndarray, sign: float = 1.0) -> None:
@@ -194,8 +214,14 @@ class _GramSum:
         return G
 
     def _accumulate(self, G: np.ndarray) -> None:
-        """Add one batch's product to the total (float64 from the second batch on)."""
-        self.total = G if self.total is None else np.add(self.total, G, dtype=np.float64)
+        """Add one batch's product (an array of this sum's own) to the total: float64 from the second
+        batch on, added in place from the third."""
+        if self.total is None:
+            self.total = G
+        elif self.total.dtype == np.float64:
+            np.add(self.total, G, out=self.total)
+        else:
+            self.total = np.add(self.total, G, dtype=np.float64)
 
     def _flush(self) -> None:
         plus, minus = self.parts[1.0], self.parts[-1.0]

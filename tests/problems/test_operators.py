@@ -143,6 +143,47 @@ def test_gram_of_gathered_rows_across_partial_buffers_and_cost_changes_matches_d
     np.testing.assert_allclose(losses.sqhinge_pass(F, codes, None, params)["hess"], expected, rtol=2e-6, atol=1e-5)
 
 
+def test_gathered_rows_buffer_is_each_threads_own_and_reused_across_widths(monkeypatch):
+    """The gather buffer is kept per thread across passes: a sum still holding gathered rows is not
+    disturbed by a whole pass on another thread, and one thread's passes of other widths and dtypes
+    (reusing, growing the buffer) each give the dense Gram matrix."""
+    import threading
+
+    from dsvm.problems import losses
+
+    monkeypatch.setattr(losses, "SLAB_ROWS", 8)
+    rng = np.random.default_rng(11)
+
+    def dense(F, rows, cost):
+        F1 = np.hstack([F[rows].astype(np.float64), np.ones((rows.sum(), 1))])
+        return cost * F1.T @ F1
+
+    def full_pass(F):
+        codes = np.ones(F.shape[0], dtype=np.int64)  # at x = 0 every row is active, cost 1.5
+        params = {"x0": np.zeros(F.shape[1] + 1), "x1": np.zeros(F.shape[1] + 1), "hessian": "full",
+                  "positive": 1, "class_cost": np.array([1.0, 1.5]), "pack": False}
+        return losses.sqhinge_pass(F, codes, None, params)["hess"]
+
+    FA = rng.normal(size=(13, 5)).astype(np.float32)
+    rows = np.zeros(13, dtype=bool)
+    rows[[0, 1, 2, 5, 8, 11]] = True
+    held = losses._GramSum(5, np.float32)
+    held.push(FA, rows, np.full(13, 0.5))  # fewer rows than one buffer: held in it, no product yet
+    assert held._n_rows == rows.sum() < 8
+
+    FB = rng.normal(size=(40, 4)).astype(np.float32)  # needs no more buffer than the held rows have
+    out = {}
+    other = threading.Thread(target=lambda: out.update(hess=full_pass(FB)))
+    other.start()
+    other.join()
+    np.testing.assert_allclose(out["hess"], dense(FB, np.ones(40, bool), 1.5), rtol=2e-5, atol=1e-4)
+    np.testing.assert_allclose(held.result(False, np.float32), dense(FA, rows, 0.5), rtol=2e-5, atol=1e-4)
+
+    for F in (rng.normal(size=(30, 9)).astype(np.float32), rng.normal(size=(30, 3)),  # wider, then float64
+              rng.normal(size=(30, 12)).astype(np.float32)):
+        np.testing.assert_allclose(full_pass(F), dense(F, np.ones(30, bool), 1.5), rtol=2e-5, atol=1e-4)
+
+
 def _numpy_operator(X, y, sw, fmap, block_rows, positive):
     rb = as_row_blocks(X, block_rows, min_blocks=1)
     classes, codes = encode_labels(y, rb)
