@@ -36,16 +36,21 @@ SLAB_ROWS = 8192
 _THREAD = threading.local()
 
 
-def _gather_buffer(rows: int, r: int, dtype) -> np.ndarray:
-    """A ``(rows, r)`` buffer of this thread's, reused by its next pass: a fresh one of tens of MB per
-    block would be page-faulted in again each time (workers return freed memory to the system)."""
+def _thread_scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A scratch array of this thread's, reused by its next pass (its content is left as it was).
+
+    Fresh arrays of megabytes per block are page-faulted in again every time:
+    workers return freed memory to the system at once (Dask's malloc trim
+    threshold), and a fault or unmap there stalls the worker's other threads.
+    """
     dtype = np.dtype(dtype)
-    need = rows * r * dtype.itemsize
-    have = getattr(_THREAD, "gather", None)
+    need = int(np.prod(shape)) * dtype.itemsize
+    have = getattr(_THREAD, name, None)
     if have is None or have.nbytes < need:
         have = None  # free the smaller one first
-        have = _THREAD.gather = np.empty(need, dtype=np.uint8)
-    return have[:need].view(dtype).reshape(rows, r)
+        have = np.empty(need, dtype=np.uint8)
+        setattr(_THREAD, name, have)
+    return have[:need].view(dtype).reshape(shape)
 
 
 def labels_pm1(codes: np.ndarray, positive: int) -> np.ndarray:
@@ -120,7 +125,7 @@ def scaled_rows(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> tuple[np.ndar
 
 
 class _GramSum:
-    """Signed sum ``Σ ± c_i [f_i 1]ᵀ[f_i 1]`` over the rows pushed, in the features' dtype.
+    """Signed sum ``Σ ± c_i [f_i 1]ᵀ[f_i 1]`` over the rows pushed: products in the features' dtype, summed in float64.
 
     Rows are scaled by ``sqrt(c_i)`` and buffered; each batch of up to
     :data:`SLAB_ROWS` rows becomes at most two symmetric products (SYRK), one
@@ -128,15 +133,16 @@ class _GramSum:
     handful of rows that entered or left the active set costs a small
     product per block, not two ``(r+1)²`` float64 temporaries per slab.  Two
     SYRKs do half the flops of one signed GEMM (which would also need a scaled
-    copy of the rows).  Batches after the first are accumulated in float64.
+    copy of the rows).  Each product is added in place to a float64 total.
 
     Rows added with one cost (no sample weights, one cost per class: the
     common case) are copied once, unscaled, into a buffer of
     :data:`SLAB_ROWS` rows that is reused (one per thread, kept across
     passes), and their product is scaled by the cost afterwards: the SYRK of
     the opening's full Gram matrix then costs one copy of the active rows,
-    not three (gather, scale, join).  One sum per thread at a time: the
-    buffer is the thread's.
+    not three (gather, scale, join).  The buffer, the product and the total
+    are the thread's scratch arrays (:func:`_thread_scratch`), so one sum per
+    thread at a time; :meth:`result` hands out a copy.
     """
 
     def __init__(self, r: int, dtype):
@@ -165,7 +171,7 @@ class _GramSum:
     def _gather(self, F: np.ndarray, idx: np.ndarray, cost: float) -> None:
         """Copy the rows ``F[idx]`` (all of cost ``cost``) into the buffer, taking its product when it is full."""
         if self._rows is None:
-            self._rows = _gather_buffer(SLAB_ROWS, self.r, self.dtype)
+            self._rows = _thread_scratch("gram_rows", (SLAB_ROWS, self.r), self.dtype)
         if self._n_rows and cost != self._cost:
             # rows of the earlier cost join the scaled batch (a copy: the buffer is reused), so that a cost
             # changing from slab to slab does not cost one (r+1)² product per change
@@ -187,10 +193,7 @@ class _GramSum:
         n = self._n_rows
         if not n:
             return
-        G = self._product([(self._rows[:n], np.ones(n))])
-        if self._cost != 1.0:
-            G *= self.dtype.type(self._cost)  # in place: one rounding of F's dtype, as the product's own
-        self._accumulate(G)
+        self._add_product([(self._rows[:n], np.ones(n))], self._cost)
         self._n_rows = 0
 
     def add_scaled(self, S: np.ndarray, sc: np.ndarray, sign: float = 1.0) -> None:
@@ -202,38 +205,32 @@ class _GramSum:
         if self.n_buffered >= SLAB_ROWS:
             self._flush()
 
-    def _product(self, parts: list) -> np.ndarray:
-        """``Σ [s_i f_i  s_i]ᵀ[s_i f_i  s_i]`` over the buffered rows of one sign."""
+    def _add_product(self, parts: list, scale: float) -> None:
+        """``total += scale · Σ [s_i f_i  s_i]ᵀ[s_i f_i  s_i]`` over the buffered rows ``parts``."""
         r = self.r
         S = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
         sc = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
-        G = np.empty((r + 1, r + 1), dtype=self.dtype)
-        G[:r, :r] = S.T @ S  # numpy dispatches Sᵀ S to SYRK
-        G[:r, r] = G[r, :r] = tdot(S, sc)  # a GEMV: faster than a float64 sum of the rows where sc is 1
-        G[r, r] = float(np.dot(sc, sc))
-        return G
-
-    def _accumulate(self, G: np.ndarray) -> None:
-        """Add one batch's product (an array of this sum's own) to the total: float64 from the second
-        batch on, added in place from the third."""
         if self.total is None:
-            self.total = G
-        elif self.total.dtype == np.float64:
-            np.add(self.total, G, out=self.total)
+            self.total = _thread_scratch("gram_total", (r + 1, r + 1), np.float64)
+            self.total.fill(0.0)
+        T = self.total
+        P = np.matmul(S.T, S, out=_thread_scratch("gram_product", (r, r), self.dtype))  # numpy runs Sᵀ S as a SYRK
+        if scale == -1.0:
+            np.subtract(T[:r, :r], P, out=T[:r, :r])
         else:
-            self.total = np.add(self.total, G, dtype=np.float64)
+            if scale != 1.0:
+                P *= self.dtype.type(scale)  # in place: one rounding of F's dtype, as the product's own
+            np.add(T[:r, :r], P, out=T[:r, :r])
+        col = tdot(S, sc)  # a GEMV: faster than a float64 sum of the rows where sc is 1
+        col *= scale
+        T[:r, r] += col
+        T[r, :r] += col
+        T[r, r] += scale * float(np.dot(sc, sc))
 
     def _flush(self) -> None:
-        plus, minus = self.parts[1.0], self.parts[-1.0]
-        if not plus and not minus:
-            return
-        if plus and minus:
-            G = np.subtract(self._product(plus), self._product(minus), dtype=np.float64)
-        elif plus:
-            G = self._product(plus)
-        else:
-            G = np.negative(self._product(minus))
-        self._accumulate(G)
+        for sign, parts in self.parts.items():
+            if parts:
+                self._add_product(parts, sign)
         self.parts, self.n_buffered = {1.0: [], -1.0: []}, 0
 
     def result(self, pack: bool, dtype):
@@ -243,7 +240,7 @@ class _GramSum:
         self._flush()
         if self.total is None:
             return 0.0
-        return pack_symmetric(self.total, dtype) if pack else self.total
+        return pack_symmetric(self.total, dtype) if pack else self.total.copy()  # the total is the thread's
 
 
 class GramDelta:

@@ -144,9 +144,9 @@ def test_gram_of_gathered_rows_across_partial_buffers_and_cost_changes_matches_d
 
 
 def test_gathered_rows_buffer_is_each_threads_own_and_reused_across_widths(monkeypatch):
-    """The gather buffer is kept per thread across passes: a sum still holding gathered rows is not
-    disturbed by a whole pass on another thread, and one thread's passes of other widths and dtypes
-    (reusing, growing the buffer) each give the dense Gram matrix."""
+    """The gather buffer and the sum are kept per thread across passes: a sum still holding gathered rows
+    is not disturbed by a whole pass on another thread, and one thread's passes of other widths and
+    dtypes (reusing, growing the buffers) each give the dense Gram matrix, and keep giving it."""
     import threading
 
     from dsvm.problems import losses
@@ -179,9 +179,11 @@ def test_gathered_rows_buffer_is_each_threads_own_and_reused_across_widths(monke
     np.testing.assert_allclose(out["hess"], dense(FB, np.ones(40, bool), 1.5), rtol=2e-5, atol=1e-4)
     np.testing.assert_allclose(held.result(False, np.float32), dense(FA, rows, 0.5), rtol=2e-5, atol=1e-4)
 
-    for F in (rng.normal(size=(30, 9)).astype(np.float32), rng.normal(size=(30, 3)),  # wider, then float64
-              rng.normal(size=(30, 12)).astype(np.float32)):
-        np.testing.assert_allclose(full_pass(F), dense(F, np.ones(30, bool), 1.5), rtol=2e-5, atol=1e-4)
+    Fs = [rng.normal(size=(30, 9)).astype(np.float32), rng.normal(size=(30, 3)),  # wider, then float64,
+          rng.normal(size=(30, 12)).astype(np.float32), rng.normal(size=(30, 12)).astype(np.float32)]  # twice
+    results = [full_pass(F) for F in Fs]  # each its own array, not the thread's scratch total
+    for F, hess in zip(Fs, results):
+        np.testing.assert_allclose(hess, dense(F, np.ones(30, bool), 1.5), rtol=2e-5, atol=1e-4)
 
 
 def _numpy_operator(X, y, sw, fmap, block_rows, positive):
