@@ -140,6 +140,25 @@ def _submit_reduction(client, fn, blocks, extra, shared, combine, holders):
     return _submit_tree(client, combine, [partial[i] for i in order], [last[i] for i in order])
 
 
+#: below this many blocks per thread, :meth:`DaskBlocks.split_blocks` rounds their number up to a multiple
+#: of the threads (the last round's idle threads cost up to a block per pass)
+BALANCE_ROUNDS = 16
+
+
+def _balance_parts(chunks, parts: list[int], threads: int, min_rows: int) -> None:
+    """Add parts (in place) to the chunks of the longest parts until ``sum(parts)`` is a multiple of
+    ``threads``, where the blocks number fewer than ``BALANCE_ROUNDS`` per thread and each stays at least
+    ``min_rows`` long; else leave ``parts`` as they are."""
+    total = sum(parts)
+    if threads <= 1 or total % threads == 0 or total >= BALANCE_ROUNDS * threads:
+        return
+    for _ in range(threads - total % threads):
+        longest = max(range(len(parts)), key=lambda i: chunks[i] / parts[i])
+        if chunks[longest] // (parts[longest] + 1) < min_rows:
+            return  # too short to split further: keep what is there
+        parts[longest] += 1
+
+
 class DaskBlocks(RowBlocks):
     """Row blocks of a Dask array (one block along the columns).
 
@@ -299,16 +318,24 @@ class DaskBlocks(RowBlocks):
         A dataset stored in one large chunk would otherwise keep all but one
         thread of the cluster idle, or need more memory per task than a worker
         has.  Splitting for parallelism keeps blocks at least ``min_rows`` long.
+        Where the blocks are few (under ``BALANCE_ROUNDS`` per thread) their
+        number is made a multiple of ``min_blocks`` when that needs splitting
+        only: 15 blocks on 2 threads would leave one thread idle for the last
+        block of every pass.
         """
         chunks = self.chunks
         per_block = -(-min_blocks // len(chunks)) if len(chunks) < min_blocks else 1
-        new = []
+        parts = []
         for c in chunks:
-            parts = max(1, min(per_block, c // min_rows))
+            n = max(1, min(per_block, c // min_rows))
             if max_rows:
-                parts = max(parts, -(-c // max(1, int(max_rows))))
-            base, extra = divmod(c, parts)
-            new.extend([base + 1] * extra + [base] * (parts - extra))
+                n = max(n, -(-c // max(1, int(max_rows))))
+            parts.append(n)
+        _balance_parts(chunks, parts, max(1, int(min_blocks)), min_rows)
+        new = []
+        for c, n in zip(chunks, parts):
+            base, extra = divmod(c, n)
+            new.extend([base + 1] * extra + [base] * (n - extra))
         if len(new) == len(chunks):
             return self
         return DaskBlocks(self.array.rechunk({0: tuple(new)}), self.footprint)

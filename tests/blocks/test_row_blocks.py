@@ -236,6 +236,22 @@ def test_task_sized_blocks_bound_the_rows_of_a_task():
     assert max(rb.chunks) <= 1000 and sum(rb.chunks) == 40_000
 
 
+def test_few_blocks_are_split_into_a_multiple_of_the_threads():
+    """15 blocks on 2 threads leave one idle for the last block of every pass: a 16th is split off the
+    chunk of the longest blocks.  Never when the blocks are many, or would get shorter than min_rows."""
+    X = da.zeros((1_000_000, 2), chunks=((599_040, 400_960), -1))
+    rb = as_row_blocks(X, 0).split_blocks(2, max_rows=66_827)
+    assert rb.n_blocks == 16 and sum(rb.chunks) == 1_000_000 and max(rb.chunks) <= 66_827
+    assert rb.chunks[:9] == (66_560,) * 9  # the other chunk, whose parts were the longest, got the extra one
+    assert as_row_blocks(X, 0).split_blocks(3, max_rows=66_827).n_blocks == 15  # a multiple already
+    rb7 = as_row_blocks(X, 0).split_blocks(7, max_rows=66_827)
+    assert rb7.n_blocks == 21 and sum(rb7.chunks) == 1_000_000 and max(rb7.chunks) <= 66_827
+    many = as_row_blocks(X, 0).split_blocks(2, max_rows=30_000)  # 20 + 14 = 34 blocks, at 17 per thread: kept
+    assert many.n_blocks == 34
+    short = da.zeros((9_000, 2), chunks=((3_000, 3_000, 3_000), -1))  # 3 blocks; halving one would go below
+    assert as_row_blocks(short, 0).split_blocks(2, min_rows=2_048).n_blocks == 3
+
+
 def test_tree_sum_of_nested_results():
     parts = [{"a": (1, np.array([1.0, 2.0])), "b": None}, {"a": (2, np.array([3.0, 4.0])), "b": None}]
     out = tree_sum(parts)
