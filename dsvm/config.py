@@ -24,7 +24,9 @@ memory-fraction
     Share of the cluster's memory that persisted feature blocks may take
     before ``feature_store="auto"`` streams them from disk instead.
 block-bytes
-    Upper bound of one feature block (rows x components x itemsize).
+    Upper bound of one row block on Dask input (fits and predictions), as rows x k x 8
+    bytes (default 256 MiB: 33,554 rows at k = 1000); blocks are smaller
+    where the workers' memory asks for it.
 task-memory-share
     Without a distributed cluster, a block may use at most this machine's
     available memory / (threads x this number), as a task holds several
