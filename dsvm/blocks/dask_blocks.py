@@ -147,8 +147,9 @@ BALANCE_ROUNDS = 16
 
 def _balance_parts(chunks, parts: list[int], threads: int, min_rows: int) -> None:
     """Add parts (in place) to the chunks of the longest parts until ``sum(parts)`` is a multiple of
-    ``threads``, where the blocks number fewer than ``BALANCE_ROUNDS`` per thread and each stays at least
-    ``min_rows`` long; else leave ``parts`` as they are."""
+    ``threads``, where the blocks number fewer than ``BALANCE_ROUNDS`` per thread.  Every part stays at
+    least ``min_rows`` long: where that stops it first, the parts added so far are kept (shorter blocks,
+    closer to a multiple)."""
     total = sum(parts)
     if threads <= 1 or total % threads == 0 or total >= BALANCE_ROUNDS * threads:
         return

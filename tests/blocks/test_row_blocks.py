@@ -246,8 +246,8 @@ def test_few_blocks_are_split_into_a_multiple_of_the_threads():
     assert as_row_blocks(X, 0).split_blocks(3, max_rows=66_827).n_blocks == 15  # a multiple already
     rb7 = as_row_blocks(X, 0).split_blocks(7, max_rows=66_827)
     assert rb7.n_blocks == 21 and sum(rb7.chunks) == 1_000_000 and max(rb7.chunks) <= 66_827
-    many = as_row_blocks(X, 0).split_blocks(2, max_rows=30_000)  # 20 + 14 = 34 blocks, at 17 per thread: kept
-    assert many.n_blocks == 34
+    many = as_row_blocks(X, 0).split_blocks(2, max_rows=29_000)  # 21 + 14 = 35 blocks, over 16 per thread: kept
+    assert many.n_blocks == 35
     short = da.zeros((9_000, 2), chunks=((3_000, 3_000, 3_000), -1))  # 3 blocks; halving one would go below
     assert as_row_blocks(short, 0).split_blocks(2, min_rows=2_048).n_blocks == 3
 

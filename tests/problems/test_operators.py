@@ -186,6 +186,32 @@ def test_gathered_rows_buffer_is_each_threads_own_and_reused_across_widths(monke
         np.testing.assert_allclose(hess, dense(F, np.ones(30, bool), 1.5), rtol=2e-5, atol=1e-4)
 
 
+def test_scratch_arrays_over_the_keep_size_are_made_afresh(monkeypatch):
+    """A thread keeps its Gram scratch arrays up to SCRATCH_KEEP_BYTES each; a larger one is made for the
+    pass and not kept (big r would otherwise hold hundreds of MB per thread between fits)."""
+    import threading
+
+    from dsvm.problems import losses
+
+    monkeypatch.setattr(losses, "SLAB_ROWS", 8)
+    monkeypatch.setattr(losses, "SCRATCH_KEEP_BYTES", 1000)  # rows 8x12x4 = 384 and product 576 kept, total 1352 not
+    F = np.random.default_rng(12).normal(size=(40, 12)).astype(np.float32)
+    params = {"x0": np.zeros(13), "x1": np.zeros(13), "hessian": "full", "positive": 1,
+              "class_cost": np.array([1.0, 1.5]), "pack": False}
+    seen = {}
+
+    def run():
+        seen["hess"] = losses.sqhinge_pass(F, np.ones(40, dtype=np.int64), None, params)["hess"]
+        seen["kept"] = {name for name in ("gram_rows", "gram_product", "gram_total") if hasattr(losses._THREAD, name)}
+
+    thread = threading.Thread(target=run)  # a fresh thread: nothing kept from earlier tests
+    thread.start()
+    thread.join()
+    assert seen["kept"] == {"gram_rows", "gram_product"}
+    F1 = np.hstack([F.astype(np.float64), np.ones((40, 1))])
+    np.testing.assert_allclose(seen["hess"], 1.5 * F1.T @ F1, rtol=2e-5, atol=1e-4)
+
+
 def _numpy_operator(X, y, sw, fmap, block_rows, positive):
     rb = as_row_blocks(X, block_rows, min_blocks=1)
     classes, codes = encode_labels(y, rb)
