@@ -28,6 +28,7 @@ from .convert import (
 )
 from .dask_blocks import active_client, compute
 from .file_blocks import BlockReduction, current_block_key, spill_blocks
+from .raw_files import thread_buffer
 from .waiting import TaskFootprint, gather
 from .interface import TREE_FANIN, RowBlocks, tree_add, tree_sum
 from .resources import (
@@ -62,7 +63,7 @@ __all__ = [
     "as_row_blocks", "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result", "is_dask_array",
     "is_dask_collection", "is_dask_frame", "dask_frame_input", "check_dask_X", "compute", "gather", "TaskFootprint",
     "NoWorkersError", "WorkerMemoryError", "WorkersPausedError", "active_client", "available_threads", "cluster_memory",
-    "probe_workers", "task_memory_budget", "task_sized_blocks", "task_bytes", "check_worker_memory", "WorkerMemory", "worker_memory",
+    "probe_workers", "thread_buffer", "task_memory_budget", "task_sized_blocks", "task_bytes", "check_worker_memory", "WorkerMemory", "worker_memory",
     "available_memory", "describe_scheduler", "row_uniform", "row_hash",
     "OWNER_FILE", "Leftover", "claim_folder", "find_leftovers", "make_temporary_folder", "mark_owner", "read_owner",
     "remove_leftover", "sweep_stale", "temporary_folder",

@@ -43,7 +43,9 @@ def thread_buffer(nbytes: int, name: str = "block") -> np.ndarray:
     size = padded(nbytes)
     have = getattr(_LOCAL, name, None)
     if have is None or have.nbytes < size:
-        have = None  # release the smaller buffer before mapping the larger one
+        if have is not None:  # release the smaller buffer before mapping the larger one
+            delattr(_LOCAL, name)
+            del have
         have = np.frombuffer(mmap.mmap(-1, size), dtype=np.uint8)
         setattr(_LOCAL, name, have)
     return have[:size]

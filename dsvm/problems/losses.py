@@ -25,15 +25,13 @@ so that the gradient keeps about float64-slab accuracy without ever copying
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 
+from ..blocks import thread_buffer
 from .margin_cache import MarginCache
 
 SLAB_ROWS = 8192
-
-_THREAD = threading.local()
 
 #: scratch arrays up to this size are kept by their thread (at r = 1000 all three of a Gram sum: 45 MB in
 #: all); larger ones, whose page faults are small next to their products, are made afresh each time
@@ -41,25 +39,19 @@ SCRATCH_KEEP_BYTES = 32 * 2**20
 
 
 def _thread_scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """A scratch array of this thread's, reused by its next pass (its content is left as it was).
+    """A scratch array of this thread's (:func:`~dsvm.blocks.thread_buffer`), reused by its next pass; its
+    content is left as it was.
 
-    Fresh arrays of megabytes per block are page-faulted in again every time:
-    workers return freed memory to the system at once (Dask's malloc trim
-    threshold), and a fault or unmap there stalls the worker's other threads.
-    Arrays over :data:`SCRATCH_KEEP_BYTES` are not kept.
+    Fresh arrays of megabytes per block are page-faulted in again every time: glibc maps large arrays
+    afresh and unmaps them when freed (from 16 MiB on the workers dsvm starts, from 128 KiB under Dask's
+    own malloc setting), and a fault or unmap stalls the worker's other threads.  Arrays over
+    :data:`SCRATCH_KEEP_BYTES` are not kept.
     """
     dtype = np.dtype(dtype)
     need = int(np.prod(shape)) * dtype.itemsize
     if need > SCRATCH_KEEP_BYTES:
         return np.empty(shape, dtype=dtype)
-    have = getattr(_THREAD, name, None)
-    if have is None or have.nbytes < need:
-        if have is not None:
-            delattr(_THREAD, name)  # free the smaller one before making the larger
-            del have
-        have = np.empty(need, dtype=np.uint8)
-        setattr(_THREAD, name, have)
-    return have[:need].view(dtype).reshape(shape)
+    return thread_buffer(need, f"scratch-{name}")[:need].view(dtype).reshape(shape)
 
 
 def labels_pm1(codes: np.ndarray, positive: int) -> np.ndarray:

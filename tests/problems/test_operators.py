@@ -191,6 +191,7 @@ def test_scratch_arrays_over_the_keep_size_are_made_afresh(monkeypatch):
     pass and not kept (big r would otherwise hold hundreds of MB per thread between fits)."""
     import threading
 
+    from dsvm.blocks import raw_files
     from dsvm.problems import losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 8)
@@ -202,7 +203,8 @@ def test_scratch_arrays_over_the_keep_size_are_made_afresh(monkeypatch):
 
     def run():
         seen["hess"] = losses.sqhinge_pass(F, np.ones(40, dtype=np.int64), None, params)["hess"]
-        seen["kept"] = {name for name in ("gram_rows", "gram_product", "gram_total") if hasattr(losses._THREAD, name)}
+        kept = raw_files._LOCAL  # the threads' buffers (dsvm.blocks.thread_buffer)
+        seen["kept"] = {name for name in ("gram_rows", "gram_product", "gram_total") if hasattr(kept, f"scratch-{name}")}
 
     thread = threading.Thread(target=run)  # a fresh thread: nothing kept from earlier tests
     thread.start()
