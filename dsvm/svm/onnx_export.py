@@ -1,8 +1,8 @@
 """ONNX export of a fitted model, through skl2onnx (``pip install 'dsvm[onnx]'``).
 
 The model is first the scikit-learn pipeline it is (:func:`dsvm.svm.export.to_sklearn`);
-skl2onnx converts its scaler and ``LinearSVC`` / ``LinearSVR``.  skl2onnx has
-no converter for ``Nystroem``: this module registers one (only where none is
+skl2onnx converts its scaler and its ``Nystroem`` map.  skl2onnx has no
+converter for ``Nystroem``: this module registers one (only where none is
 registered) that computes the four kernels of dsvm exactly as their
 definitions say: ``rbf`` as ``exp(-gamma ||x - c||²)`` with the squared
 distance expanded around the landmarks' mean (one GEMM, as dsvm does),
@@ -10,12 +10,22 @@ distance expanded around the landmarks' mean (one GEMM, as dsvm does),
 ``tanh(gamma <x, c> + coef0)``, ``linear`` ``<x, c>``; then the product with
 ``normalization_.T``.  A kernel other than these is refused.
 
+The linear part is written here, in the graph's element type, as dsvm
+computes it (skl2onnx's ``LinearClassifier`` has no float64 form and names
+its decision values ``probabilities``): ``decision = F @ coef_.T + intercept_``,
+the label by dsvm's rule (:func:`dsvm.problems.predicted_codes`: above 0 with
+one column, else the first largest) looked up in ``classes_``, and the
+probabilities by the model's Platt sigmoids (:func:`dsvm.svm.platt_log_proba`).
+
 The graph takes one input ``X`` (float32 by default, float64 with
 ``dtype="float64"``) of shape ``(n, n_features_in_)``.  A classifier gives
-``label`` (the class labels, strings included) and ``probabilities`` (despite
-skl2onnx's name, the decision values: shape ``(n, 1)`` for two classes,
-``(n, n_classes)`` otherwise); a regressor gives ``variable`` (the predicted
-values, shape ``(n, 1)``).
+``label`` (shape ``(n,)``: strings for string classes, int64 for integer or
+boolean ones, float64 for float ones) and ``decision`` (the decision values,
+shape ``(n, 1)`` for two classes, ``(n, n_classes)`` otherwise), and, when it
+was fitted with ``probability=True``, ``probabilities`` (``predict_proba``,
+shape ``(n, n_classes)``, columns in the order of ``classes_``); a regressor
+gives ``variable`` (the predicted values, shape ``(n, 1)``, skl2onnx's name
+for a regressor's output).
 """
 
 from __future__ import annotations
@@ -25,15 +35,19 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.kernel_approximation import Nystroem
+from sklearn.pipeline import Pipeline
 
 from ..io import regular_file_problem, write_file
 from .export import to_sklearn
 
-__all__ = ["to_onnx", "export_onnx", "onnx_file_problem", "ONNX_MARKER"]
+__all__ = ["to_onnx", "export_onnx", "onnx_file_problem", "ONNX_MARKER", "ONNX_DTYPES"]
 
 # metadata entry dsvm writes into its ONNX files (recognises them before replacing one)
 ONNX_MARKER = ("dsvm_format", "dsvm-onnx")
 MAX_ONNX_BYTES = 2**31  # protobuf's limit
+#: the element types the graph can compute in
+ONNX_DTYPES = ("float32", "float64")
+_FEATURES = "dsvm_features"  # the Nystroem features inside the graph
 
 
 def _skl2onnx():
@@ -112,6 +126,117 @@ def _register_nystroem() -> None:
                                              overwrite=False)
 
 
+def _dtype_name(dtype) -> str | None:
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return None
+
+
+def _class_table(classes: np.ndarray) -> np.ndarray:
+    """``classes_`` as an ONNX constant: strings, int64 for integers and booleans, float64 for floats."""
+    classes = np.asarray(classes)
+    if classes.dtype.kind in "biu":
+        return classes.astype(np.int64)
+    if classes.dtype.kind == "f":
+        return classes.astype(np.float64)
+    return np.array([str(c) for c in classes], dtype=object)
+
+
+def _label_nodes(n_problems: int, dtype: np.dtype, make_node) -> tuple[list, dict]:
+    """Nodes (and their constants) from ``decision`` to the class index by :func:`dsvm.problems.predicted_codes`:
+    with one column 1 where the value is above 0, else 0; with several the first largest (``ArgMax``'s rule)."""
+    from onnx import TensorProto
+
+    if n_problems == 1:
+        return [make_node("Greater", ["decision", "dsvm_zero"], ["dsvm_positive"]),
+                make_node("Cast", ["dsvm_positive"], ["dsvm_code_column"], to=TensorProto.INT64),
+                make_node("Reshape", ["dsvm_code_column", "dsvm_flat"], ["dsvm_code"])], \
+            {"dsvm_zero": np.zeros(1, dtype), "dsvm_flat": np.array([-1], np.int64)}
+    return [make_node("ArgMax", ["decision"], ["dsvm_code"], axis=1, keepdims=0)], {}
+
+
+def _proba_nodes(n_problems: int, make_node) -> list:
+    """Nodes from ``decision`` to ``probabilities``: :func:`dsvm.svm.platt_log_proba`, in its log domain.
+
+    ``z = A f + B``; two classes: ``[σ(z), σ(−z)]`` (that is ``[1 − p, p]``, ``p = σ(−z)``); several:
+    the softmax of ``log σ(−z) = −softplus(z) = −(max(z, 0) + log(1 + exp(−|z|)))`` (onnxruntime has no
+    float64 ``Softplus``), so no row's probabilities underflow to 0/0.
+    """
+    nodes = [make_node("Mul", ["decision", "dsvm_probA"], ["dsvm_az"]),
+             make_node("Add", ["dsvm_az", "dsvm_probB"], ["dsvm_z"])]
+    if n_problems == 1:
+        return nodes + [make_node("Neg", ["dsvm_z"], ["dsvm_neg_z"]),
+                        make_node("Sigmoid", ["dsvm_z"], ["dsvm_p0"]),
+                        make_node("Sigmoid", ["dsvm_neg_z"], ["dsvm_p1"]),
+                        make_node("Concat", ["dsvm_p0", "dsvm_p1"], ["probabilities"], axis=1)]
+    return nodes + [make_node("Relu", ["dsvm_z"], ["dsvm_relu"]),
+                    make_node("Abs", ["dsvm_z"], ["dsvm_abs"]),
+                    make_node("Neg", ["dsvm_abs"], ["dsvm_neg_abs"]),
+                    make_node("Exp", ["dsvm_neg_abs"], ["dsvm_exp"]),
+                    make_node("Add", ["dsvm_exp", "dsvm_one"], ["dsvm_one_plus"]),
+                    make_node("Log", ["dsvm_one_plus"], ["dsvm_log"]),
+                    make_node("Add", ["dsvm_relu", "dsvm_log"], ["dsvm_softplus"]),
+                    make_node("Neg", ["dsvm_softplus"], ["dsvm_log_p"]),
+                    make_node("Softmax", ["dsvm_log_p"], ["probabilities"], axis=1)]
+
+
+def _rename(graph, old: str, new: str) -> None:
+    """Rename a value of ``graph`` wherever it is made or used."""
+    for node in graph.node:
+        node.input[:] = [new if name == old else name for name in node.input]
+        node.output[:] = [new if name == old else name for name in node.output]
+    for value in [*graph.initializer, *graph.output]:
+        if value.name == old:
+            value.name = new
+
+
+def _take_names(graph, names: set[str]) -> None:
+    """Free ``names`` in ``graph`` (skl2onnx names values ``variable``, ``variable1``, ...) and call its one
+    output, the Nystroem features, :data:`_FEATURES`."""
+    used = {value.name for value in [*graph.initializer, *graph.input, *graph.output]}
+    used |= {name for node in graph.node for name in [*node.input, *node.output]}
+    for name in sorted((names | {_FEATURES}) & used):
+        fresh = next(f"{name}_{i}" for i in range(1, len(used) + 2) if f"{name}_{i}" not in used | names)
+        _rename(graph, name, fresh)
+        used.add(fresh)
+    _rename(graph, graph.output[0].name, _FEATURES)
+
+
+def _add_linear_part(onx, model, dtype: np.dtype) -> None:
+    """Append ``decision = F coefᵀ + intercept`` and the outputs (see the module docstring) to the graph
+    of the feature map, whose one output is ``F``."""
+    from onnx import helper, numpy_helper
+
+    graph = onx.graph
+    classifier = hasattr(model, "classes_")
+    n_problems = int(model.coef_.shape[0])
+    consts = {"dsvm_coef": np.asarray(model.coef_, dtype=np.float64).T.astype(dtype),
+              "dsvm_intercept": np.asarray(model.intercept_, dtype=np.float64).astype(dtype)}
+    nodes = [helper.make_node("MatMul", [_FEATURES, "dsvm_coef"], ["dsvm_product"]),
+             helper.make_node("Add", ["dsvm_product", "dsvm_intercept"], ["decision" if classifier else "variable"])]
+    outputs = [("decision", dtype, [None, n_problems])] if classifier else [("variable", dtype, [None, 1])]
+    if classifier:
+        classes = _class_table(model.classes_)
+        codes, code_consts = _label_nodes(n_problems, dtype, helper.make_node)
+        nodes += codes + [helper.make_node("Gather", ["dsvm_classes", "dsvm_code"], ["label"], axis=0)]
+        consts.update(code_consts, dsvm_classes=classes)
+        outputs.insert(0, ("label", classes.dtype, [None]))
+    if classifier and hasattr(model, "probA_"):
+        consts.update(dsvm_probA=np.asarray(model.probA_, dtype=np.float64).astype(dtype),
+                      dsvm_probB=np.asarray(model.probB_, dtype=np.float64).astype(dtype))
+        if n_problems > 1:
+            consts["dsvm_one"] = np.ones(1, dtype)
+        nodes += _proba_nodes(n_problems, helper.make_node)
+        outputs.append(("probabilities", dtype, [None, len(model.classes_)]))
+    _take_names(graph, set(consts) | {name for node in nodes for name in node.output})
+    graph.initializer.extend(numpy_helper.from_array(value, name) for name, value in consts.items())
+    graph.node.extend(nodes)
+    del graph.output[:]
+    graph.output.extend(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(kind)), shape)
+                        for name, kind, shape in outputs)
+
+
 def to_onnx(model, dtype="float32", target_opset: int | None = None):
     """The fitted model as an ONNX graph (``onnx.ModelProto``); see the module docstring.
 
@@ -128,20 +253,21 @@ def to_onnx(model, dtype="float32", target_opset: int | None = None):
     ------
     ImportError
         skl2onnx is not installed.
+    ValueError
+        ``dtype`` is not one of :data:`ONNX_DTYPES`.
     """
     skl2onnx = _skl2onnx()
     from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
 
-    if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+    if _dtype_name(dtype) not in ONNX_DTYPES:
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    dtype = np.dtype(dtype)
     _register_nystroem()
-    pipeline = to_sklearn(model)
-    tensor = FloatTensorType if np.dtype(dtype) == np.float32 else DoubleTensorType
-    # an option set for the classifier keeps skl2onnx's pipeline parser from giving it a "zipmap" option,
-    # which LinearSVC's converter then refuses
-    options = {id(pipeline.steps[-1][1]): {"nocl": False}} if hasattr(model, "classes_") else None
-    onx = skl2onnx.convert_sklearn(pipeline, initial_types=[("X", tensor([None, int(model.n_features_in_)]))],
-                                   target_opset=target_opset, options=options)
+    feature_map = Pipeline(to_sklearn(model).steps[:-1])
+    tensor = FloatTensorType if dtype == np.float32 else DoubleTensorType
+    onx = skl2onnx.convert_sklearn(feature_map, initial_types=[("X", tensor([None, int(model.n_features_in_)]))],
+                                   target_opset=target_opset)
+    _add_linear_part(onx, model, dtype)
     entry = onx.metadata_props.add()
     entry.key, entry.value = ONNX_MARKER
     onx.doc_string = f"dsvm {type(model).__name__} exported through skl2onnx"

@@ -265,6 +265,28 @@ def test_a_test_file_wider_than_the_model_names_both_widths(tmp_path, files, run
     assert "--format is for raw DATA files" in _error_line(capsys, "evaluate")
 
 
+# --------------------------------------------------------------------------- export
+@pytest.mark.parametrize("classes", [(-1, 1), ("x", "y", "z")])
+def test_export_in_float64_computes_what_the_model_computes(tmp_path, run, classes):
+    """export --dtype float64 of a probability=True classifier (two classes and three): label, decision and
+    probabilities as predict, decision_function and predict_proba give them, to float64 round-off."""
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("skl2onnx")
+    X, y = make_circles_problem(n=300, seed=3)
+    if len(classes) == 3:
+        y = np.asarray(classes)[np.digitize(X[:, 0], [-0.5, 0.5])]
+    model = dsvm.NystroemSVC(probability=True, dtype="float64", **PARAMS).fit(X, y)
+    dsvm.save_model(model, tmp_path / "m.npz")
+    assert run("export", tmp_path / "m.npz", tmp_path / "m.onnx", "--dtype", "float64", attach=False) == 0
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    out = dict(zip([o.name for o in session.get_outputs()], session.run(None, {"X": X})))
+    assert list(out) == ["label", "decision", "probabilities"]
+    assert out["label"].tolist() == model.predict(X).tolist()
+    np.testing.assert_allclose(out["decision"], model.decision_function(X).reshape(len(X), -1), rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(out["probabilities"], model.predict_proba(X), rtol=1e-9, atol=1e-12)
+
+
 # --------------------------------------------------------------------------- one overwrite rule
 def test_every_output_is_replaced_only_with_overwrite(tmp_path, files, run, capsys):
     """--model, --out, the ingest target, a --search report folder and a pipeline's output folder: an

@@ -1,12 +1,15 @@
 """Export: the scikit-learn pipeline a model is (``to_sklearn``) and its ONNX graph (skl2onnx, onnxruntime).
 
-Oracles: the dsvm model's own decision values and labels; scikit-learn's ``Nystroem`` / ``LinearSVC``
-compute the exported pipeline with their own code, onnxruntime the ONNX graph.
+Oracles: the dsvm model's own decision values, labels and probabilities; scikit-learn's ``Nystroem`` /
+``LinearSVC`` compute the exported pipeline with their own code, onnxruntime the ONNX graph.
 """
 
 from __future__ import annotations
 
 import pickle
+import re
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +23,8 @@ from dsvm import NystroemSVC, NystroemSVR
 def _problem(n=500, seed=0, classes=("a", "b", "c")):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 5)) * [1, 20, 1, 0.1, 1]
-    y = np.asarray(classes)[(np.digitize(X[:, 0] + X[:, 1] / 20, [-0.5, 0.5]))]
+    bins = [-0.5, 0.5] if len(classes) == 3 else [0.0]
+    y = np.asarray(classes)[(np.digitize(X[:, 0] + X[:, 1] / 20, bins))]
     return X, y
 
 
@@ -76,9 +80,23 @@ def test_to_sklearn_regression_sparse_input_and_feature_names():
 
 
 # ONNX -----------------------------------------------------------------------------------------------
+def test_the_onnx_extra_installs_what_runs_the_exported_file():
+    """pip install 'dsvm[onnx]' brings skl2onnx (the export) and onnxruntime (what runs the file, and the
+    README's check of it)."""
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.match(r"[A-Za-z0-9_.-]+", req).group(0).lower() for req in project["optional-dependencies"]["onnx"]}
+    assert {"skl2onnx", "onnxruntime"} <= names
+
+
 def _session(onx):
     ort = pytest.importorskip("onnxruntime")
     return ort.InferenceSession(onx.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def _outputs(onx, X) -> dict:
+    """The graph's outputs on ``X``, by name."""
+    session = _session(onx)
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, {"X": X})))
 
 
 @pytest.mark.data
@@ -87,14 +105,13 @@ def test_onnx_on_a9a(a9a_models, tmp_path):
     models, Xte = a9a_models
     model = models["float32"]
     path = dsvm.export_onnx(model, tmp_path / "a9a.onnx")
-    session = _session(__import__("onnx").load(str(path)))
-    labels, scores = session.run(None, {"X": Xte.toarray().astype(np.float32)})
+    out = _outputs(__import__("onnx").load(str(path)), Xte.toarray().astype(np.float32))
     dec = model.decision_function(Xte)
-    assert scores.shape == (Xte.shape[0], 1)
-    np.testing.assert_allclose(scores[:, 0], dec, atol=1e-4)  # float32 arithmetic on both sides
+    assert list(out) == ["label", "decision"] and out["decision"].shape == (Xte.shape[0], 1)
+    np.testing.assert_allclose(out["decision"][:, 0], dec, atol=1e-4)  # float32 arithmetic on both sides
     keep = np.abs(dec) > 1e-4
     assert keep.mean() > 0.999
-    np.testing.assert_array_equal(labels[keep], model.predict(Xte)[keep])
+    np.testing.assert_array_equal(out["label"][keep], model.predict(Xte)[keep])
 
 
 @pytest.mark.parametrize("kernel, extra", [("rbf", {}), ("poly", {"degree": 3, "coef0": 1.0}),
@@ -104,11 +121,58 @@ def test_onnx_kernels_string_classes_and_scaling(kernel, extra):
     X, y = _problem()
     model = NystroemSVC(kernel=kernel, gamma=0.05, n_components=60, scale="standard", random_state=0,
                         **extra).fit(X, y)
-    labels, scores = _session(model.to_onnx()).run(None, {"X": X.astype(np.float32)})
+    out = _outputs(model.to_onnx(), X.astype(np.float32))
     dec = model.decision_function(X)
-    np.testing.assert_allclose(scores, dec, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out["decision"], dec, rtol=1e-4, atol=1e-4)
     keep = np.sort(dec, axis=1)[:, -1] - np.sort(dec, axis=1)[:, -2] > 1e-3  # no near-tie between classes
-    assert labels[keep].tolist() == model.predict(X)[keep].tolist()
+    assert out["label"][keep].tolist() == model.predict(X)[keep].tolist()
+
+
+@pytest.mark.parametrize("classes", [("a", "b", "c"), (-1.0, 1.0), (0, 3)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_onnx_outputs_are_named_for_what_they_hold(classes, dtype):
+    """``label`` holds predict's labels (in classes_' own type), ``decision`` decision_function's values
+    (one column for two classes) and, for a probability=True model, ``probabilities`` predict_proba's.
+    float64 is the model's own arithmetic (to round-off); float32 differs by float32 feature rounding."""
+    pytest.importorskip("skl2onnx")
+    X, y = _problem(300, classes=classes)
+    bound = 1e-9 if dtype == "float64" else 1e-4
+    for probability in (False, True):
+        model = NystroemSVC(gamma=0.1, n_components=40, scale="standard", dtype=dtype, probability=probability,
+                            random_state=0).fit(X, y)
+        out = _outputs(model.to_onnx(dtype=dtype), X.astype(dtype))
+        assert list(out) == ["label", "decision"] + (["probabilities"] if probability else [])
+        dec = model.decision_function(X).reshape(len(X), -1)
+        assert out["decision"].shape == dec.shape == (len(X), 1 if len(model.classes_) == 2 else 3)
+        np.testing.assert_allclose(out["decision"], dec, rtol=bound, atol=bound)
+        predicted = model.predict(X)
+        assert out["label"].dtype.kind == (predicted.dtype.kind if predicted.dtype.kind in "if" else "O")
+        keep = np.abs(dec[:, 0]) > bound if dec.shape[1] == 1 else np.ones(len(X), bool)
+        assert out["label"][keep].tolist() == predicted[keep].tolist() and keep.mean() > 0.95
+        if probability:
+            np.testing.assert_allclose(out["probabilities"], model.predict_proba(X), rtol=bound, atol=bound)
+
+
+def test_onnx_probabilities_stay_finite_when_every_sigmoid_underflows():
+    """Platt sigmoids steep enough that every class's sigmoid underflows float32: the graph works in the
+    log domain like predict_proba, so rows still sum to one (a plain normalisation would give 0/0)."""
+    pytest.importorskip("skl2onnx")
+    X, y = _problem(300)
+    model = NystroemSVC(gamma=0.1, n_components=40, probability=True, random_state=0).fit(X, y)
+    model.probA_, model.probB_ = np.full(3, -400.0), np.full(3, 300.0)
+    proba = _outputs(model.to_onnx(), X.astype(np.float32))["probabilities"]
+    expected = model.predict_proba(X)
+    assert np.isfinite(proba).all() and np.max(np.abs(proba.sum(axis=1) - 1)) < 1e-5
+    np.testing.assert_allclose(proba, expected, atol=1e-3)
+
+
+def test_onnx_refuses_a_dtype_it_cannot_compute_in():
+    pytest.importorskip("skl2onnx")
+    X, y = _problem(100)
+    model = NystroemSVC(n_components=10, random_state=0).fit(X, y)
+    for dtype in ("float16", "int64", "floot"):
+        with pytest.raises(ValueError, match="dtype must be 'float32' or 'float64', got"):
+            model.to_onnx(dtype=dtype)
 
 
 def test_onnx_regression_in_float64():
@@ -116,8 +180,9 @@ def test_onnx_regression_in_float64():
     X, _ = _problem()
     target = np.sin(X[:, 0]) + X[:, 1] / 20
     svr = NystroemSVR(n_components=50, gamma=0.2, scale="minmax", dtype="float64", random_state=0).fit(X, target)
-    (values,) = _session(svr.to_onnx(dtype="float64")).run(None, {"X": X})
-    np.testing.assert_allclose(values[:, 0], svr.predict(X), rtol=1e-9, atol=1e-9)
+    out = _outputs(svr.to_onnx(dtype="float64"), X)
+    assert list(out) == ["variable"] and out["variable"].shape == (len(X), 1)
+    np.testing.assert_allclose(out["variable"][:, 0], svr.predict(X), rtol=1e-9, atol=1e-9)
 
 
 def test_onnx_refuses_a_kernel_it_cannot_write():
