@@ -232,10 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster_args(p)
 
     p = sub.add_parser("export", help="write a model as an ONNX file (needs pip install 'dsvm[onnx]')",
-                       description="Converts the model to the scikit-learn pipeline it is ([scaler ->] Nystroem -> "
-                       "LinearSVC / LinearSVR) and that to ONNX with skl2onnx. The graph's input is X (n x "
-                       "n_features); a classifier's outputs are label and the decision values, a regressor's the "
-                       "predicted values.")
+                       description="Converts the model's scaler and Nystroem map to ONNX with skl2onnx and adds "
+                       "its linear part. The graph's input is X (n x n_features); a classifier's outputs are label, "
+                       "decision (the decision values) and, for a model trained with --probability, probabilities; "
+                       "a regressor's is variable (the predicted values).")
     p.add_argument("model", help="model file (.npz) written by dsvm train")
     p.add_argument("out", help="ONNX file to write (.onnx)")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32",
