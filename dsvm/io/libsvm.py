@@ -28,7 +28,10 @@ the error.  The accepted format (see also ``dsvm.io.ingest``):
 * labels and values are decimal numbers (``+1``, ``-1.0``, ``0.5e-3``) and must be
   finite; values are stored in the requested dtype and must stay finite;
 * indices are unsigned decimal integers, **strictly increasing within a line**
-  (as LIBSVM and scikit-learn require); explicit zero values are kept.
+  (as LIBSVM and scikit-learn require), at most :data:`MAX_FEATURE_INDEX` (so
+  that ``n_features`` fits the 32-bit indices of sparse matrices; a larger
+  index is a line error, before anything is sized by it); explicit zero
+  values are kept.
 """
 
 from __future__ import annotations
@@ -38,7 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ParsedBlock", "LineError", "parse_libsvm_block", "check_line", "locate_error", "line_at"]
+__all__ = ["ParsedBlock", "LineError", "parse_libsvm_block", "check_line", "locate_error", "line_at",
+           "MAX_FEATURE_INDEX"]
+
+#: the largest feature index read: with one more for a zero-based file, n_features stays below 2**31
+MAX_FEATURE_INDEX = 2**31 - 2
 
 # Byte classes -----------------------------------------------------------
 _WS, _NL, _COLON = 1, 2, 3
@@ -391,6 +398,8 @@ def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):
         hi_pos = int(colon_pos[amax]) - _PAD - 1
         if zero_based is False and lo == 0:
             raise _Invalid
+        if hi > MAX_FEATURE_INDEX:
+            raise _Invalid
         if n_features is not None and zero_based in (True, False):
             if hi > n_features - (1 if zero_based else 0):
                 raise _Invalid
@@ -459,6 +468,9 @@ def check_line(
         if len(parts[0]) > 16:
             raise ValueError(f"feature index {_short(parts[0])!r} is too large {where}")
         index = int(parts[0])
+        if index > MAX_FEATURE_INDEX:
+            raise ValueError(f"feature index {index} is too large (at most {MAX_FEATURE_INDEX}, so that n_features "
+                             f"fits in 32 bits) {where}")
         with np.errstate(over="ignore"):
             value = float(parts[1])
             stored = dtype.type(value)

@@ -114,6 +114,22 @@ def test_index_range_checks():
     assert (block.min_index, block.max_index) == (0, 4)
 
 
+def test_a_feature_index_beyond_32_bits_is_refused_with_its_line(tmp_path):
+    """One token ``1000000000000:1`` would make n_features 10**12 and every dense landmark 8 TB: refused where
+    it is read, with its line, and nothing is written."""
+    top = libsvm.MAX_FEATURE_INDEX
+    assert parse_libsvm_block(f"1 1:1\n-1 {top}:1\n".encode()).max_index == top
+    for index in (top + 1, 2**31, 10**12):
+        with pytest.raises(LineError, match=f"feature index {index} is too large") as info:
+            parse_libsvm_block(f"1 1:1\n-1 2:1\n1 1:0.5 {index}:1\n".encode())
+        assert info.value.line == 3
+    path = tmp_path / "wide.libsvm"
+    path.write_text("1 1:1\n-1 2:1\n1 1:0.5 1000000000000:1\n")
+    with pytest.raises(dsvm.io.InputFileError, match=r"wide.libsvm:3: feature index 1000000000000 is too large"):
+        dsvm.io.ingest(path, tmp_path / "wide.zarr")
+    assert not (tmp_path / "wide.zarr").exists()
+
+
 # Property tests ------------------------------------------------------------------------
 LABELS = {
     -1.0: ["-1", "-1.0", "-1.", "-1e0"],
