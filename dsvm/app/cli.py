@@ -254,17 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "clean", help="list and remove what killed dsvm runs left behind (scratch stores, temporary folders)",
-        description="A run removes its temporary folders and files when it ends, also on an error, Ctrl-C or "
-        "SIGTERM; kill -9 leaves them. This lists what dsvm's owner markers identify under the folders "
-        "(recursively; default: the scratch directory and the system temporary folder, not recursively): "
-        "scratch feature stores (dsvm-features-PID-*), temporary datasets of 'dsvm train/evaluate/predict "
-        "FILE' (dsvm-train-PID-*, dsvm-input-PID-*) and ingest working folders (.NAME.*.dsvm-tmp), each holding "
-        "a .dsvm-owner.json naming its process and host; and the temporary files earlier versions of dsvm "
-        "wrote models, checkpoints and predictions to (.NAME.tmp-PID). It removes those whose process is gone "
-        "from this host (a file also must have been left unchanged for a minute), and keeps anything of a "
-        "running process, of another host, or without a marker. A write of a model, checkpoint or prediction "
-        "killed outright leaves its staging folder (.NAME.*.dsvm-tmp, no marker) next to the target, whose old "
-        "content is intact: delete the folder yourself.")
+        description="A run removes its temporary folders when it ends, also on an error, Ctrl-C or SIGTERM; "
+        "kill -9 leaves them. This lists dsvm's temporary folders under the folders given (recursively; default: "
+        "the scratch directory and the system temporary folder, not recursively): scratch feature stores "
+        "(dsvm-features-PID-*), temporary datasets of 'dsvm train/evaluate/predict FILE' (dsvm-train-PID-*, "
+        "dsvm-input-PID-*) and the staging folders of outputs being written (.NAME.*.dsvm-tmp), each holding a "
+        ".dsvm-owner.json naming its process and host. It removes a folder only when its name has one of those "
+        "forms and its marker names a process of this host that is gone; it keeps anything of a running "
+        "process, of another host, or without a marker, and never removes a file.")
     p.add_argument("dirs", nargs="*", metavar="DIR", help="folders to search")
     p.add_argument("--dry-run", action="store_true", help="list only, remove nothing")
     return parser
@@ -286,12 +283,13 @@ def _setup_logging(args) -> None:
 
 
 def _check_cluster_args(args) -> None:
-    """Fail on a bad --cluster / --scheduler-file before any data is touched."""
-    from .cluster import load_cluster_spec  # the command's heavy parts load when a command runs
+    """Fail on a bad --cluster / --scheduler-file / local cluster size before any data is touched."""
+    from .cluster import load_cluster_spec, local_cluster_options  # the command's heavy parts load when it runs
 
     given = [getattr(args, a, None) is not None for a in ("cluster", "scheduler_address", "scheduler_file")]
     if sum(given) > 1:
         raise UserError("give at most one of --cluster, --scheduler-address and --scheduler-file")
+    local_cluster_options(args)
     if getattr(args, "cluster", None):
         load_cluster_spec(args.cluster)
     if getattr(args, "scheduler_file", None) and not Path(args.scheduler_file).exists():

@@ -2,8 +2,9 @@
 
 Every temporary folder dsvm makes (a scratch feature store ``dsvm-features-PID-*.zarr``,
 the temporary dataset of ``dsvm train FILE`` ``dsvm-train-PID-*`` (of ``dsvm evaluate`` / ``predict``:
-``dsvm-input-PID-*``), the working folder
-of an ingest ``.NAME.*.dsvm-tmp``) holds an owner marker, ``.dsvm-owner.json``::
+``dsvm-input-PID-*``), the staging folder ``.NAME.*.dsvm-tmp`` of every output
+being written (see :mod:`dsvm.io.replace`: a dataset, model, checkpoint, prediction
+or report file) holds an owner marker, ``.dsvm-owner.json``::
 
     {"format": "dsvm-temporary", "kind": "features", "pid": 4242, "host": "node7",
      "process_started": 1767193200.42, "created_at": "...", "created_by": "dsvm 0.1.0"}
@@ -13,13 +14,13 @@ A run removes its folders when it ends, also on an exception, Ctrl-C or SIGTERM
 them; such a folder is *stale* when its owner process is gone: the marker names
 this host and no process with that PID and start time runs.  A new scratch
 folder sweeps the stale ones next to it (:func:`sweep_stale`), and ``dsvm clean``
-lists and removes what :func:`find_leftovers` finds under a folder.  Folders of
-another host, or without a marker, are never removed.
+lists and removes what :func:`find_leftovers` finds under a folder.
 
-Temporary *files* (a model, checkpoint or prediction being written,
-``.NAME.tmp-PID``) carry their owner's PID in the name; ``dsvm clean`` removes
-one when no process with that PID runs here and the file has not changed for
-:data:`FILE_GRACE_SECONDS`.
+A folder is removed only when both its name has the form of one of dsvm's
+temporary folders and it holds a valid owner marker whose process is gone.  A
+name alone proves nothing (a user's ``.backup.tmp-99999`` or ``dsvm-train-old``
+is theirs), so folders of another host, folders without a marker and files are
+never removed.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,8 +54,7 @@ MARKER_FORMAT = "dsvm-temporary"
 FOLDER_PREFIX = "dsvm-"
 # the names of dsvm's temporary folders (with or without a marker: older versions wrote none)
 DSVM_FOLDER = re.compile(r"^dsvm-(?:features|train|input)-.+|.+\.dsvm-tmp$")
-TEMP_FILE = re.compile(r"^\..+\.tmp-(?P<pid>\d+)(?:-[A-Za-z0-9_]+)?$")
-FILE_GRACE_SECONDS = 60.0
+MAX_MARKER_BYTES = 4096  # a marker is one short JSON line; anything larger is not one
 _START_TOLERANCE = 1.0  # seconds: process start times are rounded to clock ticks
 
 
@@ -80,11 +80,22 @@ def mark_owner(folder: str | os.PathLike, kind: str) -> None:
 
 
 def read_owner(folder: str | os.PathLike) -> dict | None:
-    """The owner marker of ``folder``, or None if it has none (or not a valid one)."""
+    """The owner marker of ``folder``, or None if it has none (or not a valid one).
+
+    The marker is read only if it is a small regular file (never through a link, never a FIFO).
+    """
     try:
-        marker = json.loads(Path(folder, OWNER_FILE).read_text())
-    except (OSError, ValueError):
+        fd = os.open(Path(folder, OWNER_FILE), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
         return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MARKER_BYTES:
+            return None
+        try:
+            marker = json.loads(f.read(MAX_MARKER_BYTES))
+        except (OSError, ValueError, RecursionError):
+            return None
     ok = (isinstance(marker, dict) and marker.get("format") == MARKER_FORMAT and isinstance(marker.get("pid"), int)
           and isinstance(marker.get("host"), str) and isinstance(marker.get("process_started"), (int, float)))
     return marker if ok else None
@@ -143,7 +154,7 @@ def temporary_folder(base: str | os.PathLike | None, kind: str) -> Iterator[Path
 
 @dataclass(frozen=True)
 class Leftover:
-    """A temporary folder or file dsvm made, found by :func:`find_leftovers`.
+    """A temporary folder dsvm made, found by :func:`find_leftovers`.
 
     ``stale`` is True when its owner is gone (it may be removed); ``reason``
     says who owns it.
@@ -160,10 +171,12 @@ def _looks_like_dsvm_folder(name: str) -> bool:
 
 
 def _examine_folder(path: Path) -> Leftover | None:
+    """A leftover if ``path`` is named like one of dsvm's temporary folders, else None (not dsvm's)."""
+    if not _looks_like_dsvm_folder(path.name) or path.is_symlink():
+        return None
     marker = read_owner(path)
     if marker is None:
-        return None if not _looks_like_dsvm_folder(path.name) else Leftover(
-            path, "unknown", False, "no dsvm owner marker (an older dsvm's, or not dsvm's): kept")
+        return Leftover(path, "unknown", False, "no dsvm owner marker (an older dsvm's, or not dsvm's): kept")
     state = owner_state(marker)
     who = f"pid {marker['pid']} on {marker['host']}"
     reason = {"gone": f"{who} is gone", "running": f"{who} is still running",
@@ -171,55 +184,31 @@ def _examine_folder(path: Path) -> Leftover | None:
     return Leftover(path, str(marker.get("kind", "?")), state == "gone", reason)
 
 
-def _examine_temp_file(path: Path, now: float) -> Leftover | None:
-    match = TEMP_FILE.match(path.name)
-    if match is None:
-        return None
-    pid = int(match.group("pid"))
-    try:
-        age = now - path.lstat().st_mtime
-    except OSError:
-        return None
-    if _process_running(pid):
-        return Leftover(path, "temporary file", False, f"pid {pid} is running")
-    if age < FILE_GRACE_SECONDS:
-        return Leftover(path, "temporary file", False, f"pid {pid} is gone but the file changed {age:.0f} s ago")
-    return Leftover(path, "temporary file", True, f"pid {pid} is gone")
-
-
 def find_leftovers(root: str | os.PathLike, recursive: bool = True) -> list[Leftover]:
-    """dsvm's temporary folders and files under ``root`` (not inside them, nor inside zarr stores)."""
+    """dsvm's temporary folders under ``root`` (not inside them, nor inside zarr stores or ``.git``)."""
     found: list[Leftover] = []
-    now = time.time()
-    for folder, dirs, files in os.walk(root):
+    for folder, dirs, _files in os.walk(root):
         keep_walking = []
         for name in sorted(dirs):
             path = Path(folder, name)
-            item = _examine_folder(path) if not path.is_symlink() else None
-            if item is None and TEMP_FILE.match(name):
-                item = _examine_temp_file(path, now)
+            item = _examine_folder(path)
             if item is not None:
                 found.append(item)
-            elif recursive and name != ".git" and not (path / "zarr.json").exists():
+            elif recursive and name != ".git" and not path.is_symlink() and not (path / "zarr.json").exists():
                 keep_walking.append(name)
         dirs[:] = keep_walking
-        for name in sorted(files):
-            item = _examine_temp_file(Path(folder, name), now)
-            if item is not None:
-                found.append(item)
         if not recursive:
             break
     return found
 
 
 def remove_leftover(item: Leftover) -> None:
-    """Remove a stale leftover (a folder with everything in it, or a file)."""
-    if not item.stale:
-        raise ValueError(f"{item.path} is not stale ({item.reason})")
-    if item.path.is_dir() and not item.path.is_symlink():
-        shutil.rmtree(item.path)
-    else:
-        item.path.unlink()
+    """Remove a stale leftover folder with everything in it, after checking its owner marker once more."""
+    again = _examine_folder(item.path) if item.path.is_dir() else None
+    if again is None or not again.stale:
+        reason = again.reason if again is not None else "it is no longer one of dsvm's temporary folders"
+        raise ValueError(f"{item.path} is not a stale dsvm folder ({reason})")
+    shutil.rmtree(item.path)
 
 
 def sweep_stale(base: str | os.PathLike) -> list[Path]:

@@ -9,7 +9,8 @@ target is left as it was.  An existing target is replaced only with
 ``overwrite=True`` and only if it is a dsvm dataset (its zarr attributes say
 ``format: dsvm-dataset``); any other file or folder is refused.  A process
 killed outright can leave a ``.*.dsvm-tmp`` directory behind, never a
-half-written dataset under the target name; such directories may be deleted.
+half-written dataset under the target name; ``dsvm clean`` removes such a
+directory once its owner process is gone.
 """
 
 from __future__ import annotations

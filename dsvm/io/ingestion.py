@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from ..blocks import claim_folder
 from ..exceptions import InputFileError, disk_full_names
 from .atomic import atomic_target, check_target
 from .csv_ingest import ingest_csv
@@ -381,7 +380,6 @@ def ingest(
     if block_bytes is not None and block_bytes < 1:
         raise ValueError(f"block_bytes must be positive, got {block_bytes!r}")
     with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
-        claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         rows: RowSource
         extra: dict[str, Any]
         if fmt == "npy":

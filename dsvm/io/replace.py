@@ -7,7 +7,8 @@ system) and moves it into place only when it is complete, so
 
 - a crash or an error leaves the old output as it was, never a half-written
   one under the target name (a process killed outright can leave a
-  ``.*.dsvm-tmp`` folder behind, which may be deleted);
+  ``.*.dsvm-tmp`` folder behind, marked with its owner: ``dsvm clean``
+  removes it once that process is gone);
 - a symbolic link planted at some temporary name cannot redirect the write:
   nothing is ever opened under a predictable name, and files are created
   with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (:func:`create_exclusive`);
@@ -47,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..blocks import claim_folder
 from ..exceptions import DiskFullError, NotDsvmOutputError, disk_full_error, is_disk_full
 
 logger = logging.getLogger(__name__)
@@ -165,6 +167,7 @@ def replacing(target: str | os.PathLike, *, overwrite: bool, ours: Recogniser, w
     except OSError as exc:
         _raise_for_os_error(exc, path, what, needed)
     try:
+        claim_folder(work, what)  # marked, so that dsvm clean may remove it after a kill -9
         staged = Staged(work, work / "store")
         yield staged
         if not _exists(staged.path):

@@ -28,7 +28,6 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import chi2
 
-from ..blocks import claim_folder
 from ..exceptions import disk_full_names
 from .atomic import atomic_target
 from .dataset import open_dataset
@@ -150,7 +149,6 @@ def make_classification_zarr(
         "noise": float(noise),
     }
     with atomic_target(path, overwrite) as work, disk_full_names(path, work, "the dataset") as space:
-        claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         space.bytes = stored_bytes_bound(source, dtype)
         write_source(
             source, str(work / "store"), dense=True, chunk_rows=chunk_rows, chunk_bytes=chunk_bytes,

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 import zarr
 
 from .. import config
-from ..blocks import claim_folder, is_dask_array
+from ..blocks import is_dask_array
 from ..exceptions import disk_full_names
 from .atomic import atomic_target
 from .replace import local_target
@@ -427,7 +427,6 @@ def write_dataset(
     extra = {"source": source or "<array>", "source_format": "array"}
     extra.update(attrs or {})
     with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
-        claim_folder(work, "ingest")  # a killed ingest leaves it marked, for dsvm clean
         if is_dask_array(X) or is_dask_array(y):
             Xd = X if is_dask_array(X) else da.from_array(X, chunks=(max(1, X.shape[0]), X.shape[1]))
             rows_source, label_attrs = stage_dask_arrays(Xd, y, work / "staging", dtype, progress)
