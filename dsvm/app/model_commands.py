@@ -337,6 +337,18 @@ def _check_proba_model(model, path: str) -> None:
         raise UserError(f"--proba: {path} has no Platt sigmoids; train it with --probability")
 
 
+def _refuse_output_over_inputs(args) -> None:
+    """``--out`` must not name one of the command's own inputs (the model, the data, the labels)."""
+    for flag, source in (("MODEL", args.model), ("DATA", args.data), ("--labels", getattr(args, "labels", None))):
+        try:
+            same = source is not None and os.path.samefile(args.out, source)
+        except (OSError, ValueError):  # either is missing (or not a path): not the same file
+            same = False
+        if same:
+            raise UserError(f"--out {args.out} is the command's own input ({flag} {source}); write the predictions "
+                            "to another file")
+
+
 def predict_command(args) -> int:
     """``dsvm predict``: labels (or values, decision values, class probabilities) block by block into a file."""
     from ..svm import load_model
@@ -344,6 +356,7 @@ def predict_command(args) -> int:
 
     if Path(args.out).suffix.lower() not in OUTPUT_SUFFIXES:
         raise UserError(f"--out {args.out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
+    _refuse_output_over_inputs(args)
     check_writable_target(args.out, "--out", args.overwrite, prediction_problem, "prediction file")
     model = load_model(args.model)
     if args.proba:

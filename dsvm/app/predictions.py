@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ..io import create_exclusive, local_target, regular_file_problem, replacing, to_json_scalar
+from ..io import create_exclusive, local_target, mark_output, marked_output_problem, replacing, to_json_scalar
 from ..problems import labels_from_decision
 from ..svm import model_decisions, platt_log_proba
 
@@ -27,8 +27,6 @@ __all__ = ["OUTPUT_SUFFIXES", "FORMAT", "prediction_problem", "write_predictions
 OUTPUT_SUFFIXES = (".zarr", ".npy", ".csv")
 FORMAT = "dsvm-predictions"
 KINDS = ("decision", "labels", "values", "proba")
-PREFIXES = ("decision_", "proba_")
-NPY_MAGIC = b"\x93NUMPY"
 
 
 def _first_bytes(path: Path, n: int) -> bytes:
@@ -37,31 +35,20 @@ def _first_bytes(path: Path, n: int) -> bytes:
         return f.read(n)
 
 
-def _is_header(fields: list[str]) -> bool:
-    return fields in (["prediction"], ["decision"]) or any(
-        bool(fields) and all(f.startswith(prefix) for f in fields) for prefix in PREFIXES)
-
-
 def prediction_problem(path: str | os.PathLike) -> str | None:
-    """None if ``path`` is a prediction output dsvm writes, else why it is not.
+    """None if ``path`` is a prediction output dsvm wrote, else why it is not.
 
-    A ``.csv`` must start with dsvm's header line (``prediction``, ``decision``,
-    ``decision_<class>,...`` or ``proba_<class>,...``), an ``.npy`` must be a NumPy array file (dsvm
-    adds no marker to those), a ``.zarr`` must carry ``format: dsvm-predictions``
-    (or, from older versions, dsvm's ``kind`` and ``n_rows`` attributes).
+    A ``.zarr`` must carry ``format: dsvm-predictions`` in its attributes.  An
+    ``.npy`` or ``.csv`` file has no room for a marker of its own (any NumPy
+    file, any CSV with a ``prediction`` header could be a user's), so dsvm
+    marks the ones it writes with an extended attribute
+    (:func:`dsvm.io.mark_output`); a file without it is never replaced.  On a
+    file system that keeps no extended attributes, an earlier prediction file
+    is therefore not replaced either: remove it first.
     """
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix != ".zarr":
-        reason = regular_file_problem(path)
-        if reason is not None:
-            return reason
-        head = _first_bytes(path, 65536)
-        if suffix == ".npy":
-            return None if head.startswith(NPY_MAGIC) else "it is not a NumPy .npy file"
-        first = head.decode("utf-8", errors="replace").splitlines()[:1]
-        fields = next(csv.reader(first), []) if first else []
-        return None if _is_header(fields) else "its first line is not a dsvm prediction header"
+    if path.suffix.lower() != ".zarr":
+        return marked_output_problem(path, FORMAT)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode):
         return "it is a symbolic link" if stat.S_ISLNK(st.st_mode) else "it is not a folder"
@@ -70,7 +57,7 @@ def prediction_problem(path: str | os.PathLike) -> str | None:
         attrs = meta.get("attributes", {})
     except (OSError, ValueError, AttributeError):
         return "it has no readable zarr.json"
-    if attrs.get("format") == FORMAT or (attrs.get("kind") in KINDS and "n_rows" in attrs):
+    if attrs.get("format") == FORMAT:
         return None
     return f"its zarr attributes have format={attrs.get('format')!r}, not {FORMAT!r}"
 
@@ -183,4 +170,6 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
                     writer.writerows(_csv_cells(convert(block), labels))
                 f.flush()
                 os.fsync(raw.fileno())
+        if suffix != ".zarr":
+            mark_output(staged.path, FORMAT)
     return n

@@ -27,6 +27,8 @@ from .replace import (
     check_replaceable,
     create_exclusive,
     local_target,
+    mark_output,
+    marked_output_problem,
     regular_file_problem,
     replacing,
     write_file,
@@ -42,5 +44,6 @@ __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",
     "replacing", "write_file", "check_replaceable", "create_exclusive", "regular_file_problem", "local_target", "Staged", "TMP_SUFFIX",
+    "mark_output", "marked_output_problem",
     "write_npz", "read_npz", "read_meta", "npz_problem", "meta_array", "MemberRules", "SUPPORTED_VERSION",
 ]

@@ -54,9 +54,12 @@ from ..exceptions import DiskFullError, NotDsvmOutputError, disk_full_error, is_
 logger = logging.getLogger(__name__)
 
 __all__ = ["NotDsvmOutputError", "Staged", "replacing", "write_file", "check_replaceable", "create_exclusive",
-           "regular_file_problem", "local_target", "TMP_SUFFIX", "Recogniser"]
+           "regular_file_problem", "local_target", "TMP_SUFFIX", "Recogniser", "mark_output",
+           "marked_output_problem"]
 
 TMP_SUFFIX = ".dsvm-tmp"
+# the extended attribute that records which of dsvm's formats a file without an inner marker holds
+OUTPUT_XATTR = "user.dsvm.format"
 # ours(path) -> None when ``path`` is an output dsvm wrote, else why it is not (a short phrase)
 Recogniser = Callable[[Path], "str | None"]
 
@@ -74,6 +77,29 @@ def regular_file_problem(path: Path) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return "it is not a regular file"
     return None
+
+
+def mark_output(path: Path, fmt: str) -> bool:
+    """Record on ``path`` that dsvm wrote it as ``fmt``, for formats that hold no marker of their own
+    (``.npy``, ``.csv``); False where the file system keeps no extended attributes."""
+    try:
+        os.setxattr(path, OUTPUT_XATTR, fmt.encode(), follow_symlinks=False)
+    except (OSError, AttributeError):  # ENOTSUP and friends; AttributeError: no xattrs on this OS
+        logger.debug("%s: the file system keeps no extended attributes; it cannot be marked as dsvm's", path)
+        return False
+    return True
+
+
+def marked_output_problem(path: Path, fmt: str) -> str | None:
+    """None if ``path`` is a regular file :func:`mark_output` marked as ``fmt``, else why it is not."""
+    reason = regular_file_problem(path)
+    if reason is not None:
+        return reason
+    try:
+        found = os.getxattr(path, OUTPUT_XATTR, follow_symlinks=False)
+    except (OSError, AttributeError):
+        return "dsvm did not write it (it carries no dsvm marker)"
+    return None if found == fmt.encode() else f"it is marked as {found[:40]!r}, not as a {fmt} file"
 
 
 def local_target(target: str | os.PathLike) -> Path:

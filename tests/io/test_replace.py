@@ -306,3 +306,37 @@ def test_file_urls_are_local_paths(tmp_path, model):
     assert Path(ds.path) == tmp_path / "d.zarr" and ds.n_samples == X.shape[0]
     save_model(clf, (tmp_path / "m.npz").as_uri())
     assert (tmp_path / "m.npz").is_file()
+
+
+@pytest.mark.parametrize("content", ["npy", "csv-prediction", "csv-proba"])
+def test_overwrite_never_replaces_a_users_file_that_looks_like_predictions(tmp_path, model, content):
+    # any NumPy file, or a CSV whose first line is dsvm's header, counted as a prediction file dsvm wrote
+    clf, X = model
+    out = tmp_path / ("mine.npy" if content == "npy" else "mine.csv")
+    if content == "npy":
+        np.save(out, np.arange(5.0))
+    else:
+        out.write_text("prediction\n1\n" if content == "csv-prediction" else "proba_0,proba_1\n0.2,0.8\n")
+    before = out.read_bytes()
+    with pytest.raises(FileExistsError, match="is not a prediction file written by dsvm .*no dsvm marker"):
+        write_predictions(clf, X, out, overwrite=True)
+    assert out.read_bytes() == before
+
+
+def test_predict_refuses_to_write_over_its_own_inputs(tmp_path, model, dsvm_cli):
+    clf, X = model
+    save_model(clf, tmp_path / "m.npz")
+    features, labels = tmp_path / "x.npy", tmp_path / "y.npy"
+    np.save(features, X)
+    np.save(labels, clf.predict(X))
+    for out in (features, labels):
+        before = out.read_bytes()
+        line = _one_line_error(dsvm_cli("predict", "m.npz", features, "--labels", labels, "--out", out, "--overwrite",
+                                        cwd=tmp_path), "predict")
+        assert "is the command's own input" in line or "not a prediction file written by dsvm" in line
+        assert out.read_bytes() == before
+    # even an earlier prediction file of dsvm's is not replaced while it is the command's input
+    write_predictions(clf, X, tmp_path / "p.npy")
+    line = _one_line_error(dsvm_cli("predict", "m.npz", features, "--labels", tmp_path / "p.npy",
+                                    "--out", tmp_path / "p.npy", "--overwrite", cwd=tmp_path), "predict")
+    assert "is the command's own input (--labels" in line
