@@ -7,7 +7,31 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_finite_block", "check_positive", "check_positive_int", "check_n_rows", "resolve_seed"]
+__all__ = ["all_finite", "first_non_finite_row", "check_finite_block", "check_positive", "check_positive_int",
+           "check_n_rows", "resolve_seed"]
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """True when a float array holds no NaN and no infinity.
+
+    A sum is the fast test (one read, no temporary): it is finite whenever
+    every entry is and no partial sum overflows; only a sum that is not
+    finite costs the exact element-wise test.
+    """
+    a = np.asarray(a)
+    if a.dtype.kind not in "fc" or a.size == 0:
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(a)):
+            return True
+    return bool(np.isfinite(a).all())
+
+
+def first_non_finite_row(a: np.ndarray) -> int:
+    """Position of the first row of a 2-d (or 1-d) array holding NaN or infinity, -1 if none."""
+    bad = ~np.isfinite(np.asarray(a))
+    rows = np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1)) if bad.ndim else np.zeros(0, np.int64)
+    return int(rows[0]) if rows.size else -1
 
 
 def check_finite_block(X_block, offset: int = 0, what: str = "X") -> None:

@@ -25,7 +25,8 @@ from pathlib import Path
 __all__ = [
     "UserError", "NoWorkersError", "WorkerMemoryError", "WorkersPausedError", "InvalidDatasetError", "InputFileError",
     "ModelFileError", "CheckpointMismatchError", "ClusterSpecError", "SchedulerUnreachableError", "PipelineError",
-    "NotDsvmOutputError", "DiskFullError",
+    "NotDsvmOutputError", "DiskFullError", "NonFiniteError", "DenseLandmarksError", "MixedScalesWarning",
+    "OneClassFitWarning",
     "is_disk_full", "disk_full_error", "disk_full_names", "format_bytes", "tree_bytes",
 ]
 
@@ -79,6 +80,27 @@ class PipelineError(ValueError):
 
 class NotDsvmOutputError(FileExistsError):
     """The target exists and is not an output dsvm wrote (or ``overwrite`` was not given)."""
+
+
+class NonFiniteError(ValueError):
+    """A computation gave NaN or infinity from finite input: a kernel block, the Nyström map, a solver's
+    objective or gradient, or decision values.  The message names where it arose (the rows, the stage, the
+    iteration) and what to change; nothing is labelled or saved from it."""
+
+
+class DenseLandmarksError(MemoryError):
+    """The landmarks, kept dense (``k x n_features``), would need more memory than there is; refused before
+    anything of that size is allocated."""
+
+
+class MixedScalesWarning(UserWarning):
+    """The columns of X have scales orders of magnitude apart and no ``scale=`` was chosen: a kernel with one
+    ``gamma`` then sees only the widest columns."""
+
+
+class OneClassFitWarning(UserWarning):
+    """A fitted classifier predicts one class for every training row (the model has learnt nothing but the
+    class balance)."""
 
 
 class DiskFullError(OSError):

@@ -4,6 +4,7 @@ never Dask.  Every caller goes through :func:`solve` (the registry of :mod:`dsvm
 from .cg import CGResult, conjugate_gradient
 from .contract import ClassificationContract, OperatorContract
 from .dcd import dual_coordinate_descent
+from .finite import NonFiniteError
 from .minibatch_pegasos import minibatch_pegasos, minibatch_pegasos_step, pegasos_progress
 from .newton import SUBSAMPLE_TOL, choose_hessian, newton_from_subsample, semismooth_newton
 from .registry import REGISTRY, SolverSpec, resolve_hessian, solve
@@ -15,5 +16,5 @@ __all__ = [
     "OperatorContract", "ClassificationContract",
     "CGResult", "conjugate_gradient", "semismooth_newton", "newton_from_subsample", "SUBSAMPLE_TOL",
     "trust_region_newton", "dual_coordinate_descent", "minibatch_pegasos", "minibatch_pegasos_step",
-    "pegasos_progress",
+    "pegasos_progress", "NonFiniteError",
 ]

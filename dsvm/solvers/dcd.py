@@ -27,6 +27,7 @@ import warnings
 
 import numpy as np
 
+from .finite import check_result
 from .result import SolverResult
 
 
@@ -56,6 +57,7 @@ def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 
     rho = np.maximum(0.0, 1.0 - y * m)
     objective = 0.5 * float(w @ w) + (0.5 * (b / s) ** 2 if op.fit_intercept else 0.0) + float(c @ (rho * rho))
     n_iter = int(np.max(svc.n_iter_))
+    check_result(np.concatenate([w, [b]]), objective, method="dcd", label=label)
     return SolverResult(
         x=np.concatenate([w, [b]]), objective=objective, n_iter=n_iter, converged=converged,
         grad_norm=float("nan"), grad_norm0=float("nan"), n_passes=n_iter + 1,

@@ -43,6 +43,7 @@ import scipy.linalg
 
 from ..blas import blas_for_order
 from .cg import conjugate_gradient
+from .finite import check_matrix, check_point
 from .result import SolverResult
 
 logger = logging.getLogger(__name__)
@@ -243,6 +244,9 @@ def semismooth_newton(
         else:
             zero = np.zeros(dim)
             g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
+        check_point(f, g, method="newton", it=0, label=label)
+        check_point(0.0, np.array([g_ref]), method="newton", it=0, label=label)  # the gradient at zero
+        check_matrix(H_loss, what="Gram matrix of the Newton system", method="newton", it=0, label=label)
         g_ref = max(g_ref, np.finfo(float).tiny)
         last_full = 0
         prev_changed, prev_active = None, res.n_active
@@ -302,6 +306,9 @@ def semismooth_newton(
             res1 = op.evaluate(x, x_trial, (), mode)
         elif t is None:
             g_trial = reg * x_trial + res1.grad
+            # no step decreased Φ: rounding (stop below), or a loss that is NaN (an error, never "converged")
+            check_point(res1.loss, np.append(g_trial, res1.loss_grid), method="newton", it=it, label=label,
+                        trial=True)
             if np.linalg.norm(g_trial) < 0.5 * gnorm:
                 t = 1.0  # rounding noise hides the decrease; the gradient says the step is good
             else:
@@ -319,6 +326,8 @@ def semismooth_newton(
         x = x_trial
         f = _objective(reg, x, res1.loss)
         g = reg * x + res1.grad
+        check_point(f, g, method="newton", it=it, label=label)
+        check_matrix(H_loss, what="Gram matrix of the Newton system", method="newton", it=it, label=label)
         info = {
             "iter": it,
             "objective": f,

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..options import HESSIANS, SOLVERS
 from .dcd import dual_coordinate_descent
+from .finite import check_result
 from .minibatch_pegasos import minibatch_pegasos
 from .newton import choose_hessian, newton_from_subsample
 from .result import SolverResult
@@ -143,6 +144,8 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
     ------
     ValueError
         An unknown solver or option, naming the allowed ones.
+    NonFiniteError
+        The objective, gradient or solution became NaN or infinite (never returned as a result).
     """
     if name not in REGISTRY:
         raise ValueError(f"solver={name!r} is not supported; choose one of {tuple(REGISTRY)}")
@@ -154,6 +157,8 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
                          f"it takes {sorted(spec.options)}")
     if name == "newton":
         hessian = resolve_hessian(hessian, op.n_rows, dim, op.is_distributed) if hessian == "auto" else hessian
-    return spec.run(op, dim, tol=tol, max_iter=max(max_iter, spec.min_max_iter), hessian=hessian, x0=x0,
-                    warm_op=warm_op, resume=resume, on_state=on_state, C=C, random_state=random_state, label=label,
-                    options={**spec.defaults, **options}, initial=initial, g_ref=g_ref)
+    res = spec.run(op, dim, tol=tol, max_iter=max(max_iter, spec.min_max_iter), hessian=hessian, x0=x0,
+                   warm_op=warm_op, resume=resume, on_state=on_state, C=C, random_state=random_state, label=label,
+                   options={**spec.defaults, **options}, initial=initial, g_ref=g_ref)
+    check_result(res.x, res.objective, method=res.method, label=label)
+    return res

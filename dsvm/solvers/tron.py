@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from .finite import check_matrix, check_point
 from .result import SolverResult
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,8 @@ def trust_region_newton(
     if x0 is not None and np.any(x):
         zero = np.zeros(dim)
         g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
+    check_point(f, g, method="tron", it=0, label=label)
+    check_point(0.0, np.array([g_ref]), method="tron", it=0, label=label)  # the gradient at zero
     g_ref = max(g_ref, np.finfo(float).tiny)
     delta = float(np.linalg.norm(g))
     history: list[dict] = []
@@ -101,6 +104,7 @@ def trust_region_newton(
             return reg * v + op.hess_vec(x, v)
 
         s, r, cg_steps, _ = _steihaug_cg(hvp, g, delta, cg_rtol, cg_max_iter)
+        check_matrix(s, what="trust-region step (from Hessian-vector products)", method="tron", it=it, label=label)
         if not op.fit_intercept:
             s[-1] = 0.0
         gs = float(g @ s)
@@ -108,6 +112,10 @@ def trust_region_newton(
         x_new = x + s
         res_new = op.evaluate(x, x_new, (), "none")
         f_new = 0.5 * float((reg * x_new) @ x_new) + res_new.loss
+        if np.isinf(f_new):
+            f_new = np.inf  # the loss overflowed on a step too long: reject it and shrink the region
+        else:  # NaN never comes from a long step of a finite problem
+            check_point(f_new, res_new.grad, method="tron", it=it, label=label, trial=True)
         actred = f - f_new
         snorm = float(np.linalg.norm(s))
         if it == 1:
@@ -124,6 +132,7 @@ def trust_region_newton(
         accepted = actred > ETA0 * prered
         if accepted:
             x, f, g = x_new, f_new, reg * x_new + res_new.grad
+            check_point(f, g, method="tron", it=it, label=label)
         info = {"iter": it, "objective": f, "grad_norm": float(np.linalg.norm(g)), "n_active": res_new.n_active,
                 "cg_steps": cg_steps, "step": 1.0 if accepted else 0.0, "radius": delta,
                 "seconds": time.perf_counter() - t_iter}
