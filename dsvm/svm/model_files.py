@@ -34,6 +34,7 @@ finite is refused.  A corrupted, truncated, crafted or foreign file raises
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import os
@@ -57,6 +58,8 @@ from ..version import __version__
 from .base import check_params
 from .classifier import NystroemSVC
 from .regressor import NystroemSVR
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ModelFileError", "save_model", "load_model", "model_file_problem", "FORMAT"]
 
@@ -118,6 +121,8 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     is_classifier = hasattr(model, "classes_")
     classes, classes_kind = _encode_classes(np.asarray(model.classes_)) if is_classifier else (None, None)
     params = model.get_params(deep=False)
+    # where a fit kept its checkpoint is not part of the model: a loaded model's refit must not write there
+    params.pop("checkpoint", None)
     seed = params.get("random_state")
     if isinstance(seed, np.integer):
         params["random_state"] = int(seed)
@@ -280,6 +285,17 @@ def _check_meta(path: Path, meta: dict) -> None:
         bad("params.n_components", "a positive integer")
 
 
+def _model_params(path: Path, params: dict) -> dict:
+    """The estimator parameters of a model file, less ``checkpoint`` (files of earlier versions carried it):
+    a file's content never chooses a path a later fit writes to or deletes."""
+    params = dict(params)
+    checkpoint = params.pop("checkpoint", None)
+    if checkpoint is not None:
+        logger.warning("%s: the model file names a checkpoint path (%.80s); ignored, a refit of the loaded model "
+                       "writes no checkpoint unless given one", path, str(checkpoint))
+    return params
+
+
 def _model_rules(path: Path, meta: dict) -> MemberRules:
     """The arrays of a model file and the shapes the metadata allows them (see dsvm.io.archive)."""
     _check_meta(path, meta)
@@ -367,7 +383,7 @@ def load_model(path: str | os.PathLike):
         classes = _check_classes(path, a, meta.get("classes_kind")) if is_classifier else None
         n_problems = 1 if not is_classifier or classes.size == 2 else classes.size
         _check_arrays(path, a, n_problems, fitted["n_features_in_"])
-        params = dict(meta["params"])
+        params = _model_params(path, meta["params"])
         if isinstance(params.get("class_weight"), dict) and "keys" in params["class_weight"]:
             cw = params["class_weight"]
             params["class_weight"] = dict(zip(cw["keys"], cw["values"]))

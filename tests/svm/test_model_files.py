@@ -360,3 +360,23 @@ def test_files_written_before_the_restructure_load(name):
     if name == "svc_binary_proba":
         np.testing.assert_allclose(model.predict_proba(X), np.load(FIXTURES / f"{name}.proba.npy"),
                                    rtol=1e-5, atol=1e-7)
+
+
+def test_the_checkpoint_path_is_not_part_of_the_model(tmp_path, caplog):
+    """A model trained with --checkpoint stored the path; its refit (or a clone's) wrote, resumed from and
+    deleted a checkpoint there. A crafted file could name any path."""
+    X, y = make_circles_problem(n=200, seed=6)
+    checkpoint = tmp_path / "fit.ckpt.npz"
+    model = NystroemSVC(n_components=20, gamma=0.3, checkpoint=str(checkpoint), random_state=0).fit(X, y)
+    path = save_model(model, tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as z:
+        assert "checkpoint" not in json.loads(bytes(z["__meta__"]).decode())["params"]
+    assert load_model(path).checkpoint is None
+
+    victim = tmp_path / "victim.npz"
+    crafted = _rewrite(path, tmp_path / "crafted.npz", meta=lambda m: m["params"].update(checkpoint=str(victim)))
+    with caplog.at_level("WARNING", logger="dsvm.svm.model_files"):
+        loaded = load_model(crafted)
+    assert loaded.checkpoint is None and "names a checkpoint path" in caplog.text
+    loaded.fit(X, y)
+    assert not victim.exists() and not checkpoint.exists()
