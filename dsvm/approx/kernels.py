@@ -24,6 +24,7 @@ slab to stay in the CPU cache (:meth:`dsvm.approx.FeatureMap.transform_block`).
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -32,10 +33,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import RowBlocks
-from ..checks import check_positive
+from ..checks import all_finite, check_positive
+from ..exceptions import MixedScalesWarning, NonFiniteError
 from ..options import GAMMA_STRINGS, KERNELS
+from .scaling import column_stats, constant_columns, merge_column_stats
 
 __all__ = ["KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
+           "MIXED_SCALE_SPREAD", "COLUMN_STATS_MAX_FEATURES", "mixed_scales",
            "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_matrix",
            "kernel_rows", "kernel_slab", "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS"]
 
@@ -105,11 +109,27 @@ def resolve_gamma(gamma, n_features: int, variance: Callable[[], float]) -> floa
             return 1.0 / n_features
         if gamma == "scale":
             var = variance()
+            if not np.isfinite(var):
+                raise NonFiniteError(
+                    f"gamma='scale': the variance of X is {var} in float64 (its values are too large to square); "
+                    "scale X (scale='standard' or 'maxabs') or give gamma as a number"
+                )
             return 1.0 / (n_features * var) if var > 0 else 1.0
         raise ValueError(f"gamma must be 'scale', 'auto' or a positive number, got {gamma!r}")
     return check_positive("gamma", gamma)
 
 
+# Per-column statistics of the gamma="scale" pass are kept up to this many columns: beyond, their
+# arrays (several floats per column and block) outweigh the sparse blocks they describe.
+COLUMN_STATS_MAX_FEATURES = 100_000
+# The columns' scales are "mixed" when both their standard deviations and their ranges (max - min) span
+# more than this factor among non-constant columns.  Both: a rare binary column has a tiny standard
+# deviation but the range of any other binary column (a9a, w8a, mushrooms: ranges all 1, standard
+# deviations up to 90x apart), and one outlier widens a range, not a standard deviation.
+MIXED_SCALE_SPREAD = 100.0
+
+
+@np.errstate(over="ignore", invalid="ignore")  # a variance that overflows is refused by resolve_gamma
 def _moments_block(X_block):
     if sp.issparse(X_block):
         data = X_block.data.astype(np.float64)
@@ -118,12 +138,61 @@ def _moments_block(X_block):
     return np.array([Xd.sum(), (Xd * Xd).sum(), float(Xd.size)])
 
 
-def gamma_for(gamma, X: RowBlocks, n_features: int) -> float:
-    """:func:`resolve_gamma` with ``Var X`` computed block-wise in one pass (the zeros of sparse rows included)."""
+def _total_variance(stats: dict) -> float:
+    """The variance of all entries from per-column counts, means and centred sums of squares."""
+    n, mean, m2 = stats["n"], stats["mean"], stats["m2"]
+    if n == 0 or mean.size == 0:
+        return 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        between = float(np.sum((mean - mean.mean()) ** 2))
+        return (float(np.sum(m2)) + n * between) / (n * mean.size)
+
+
+def mixed_scales(stats: dict) -> str | None:
+    """What is mixed about the columns' scales (for a warning), or None when they are comparable.
+
+    ``stats`` are per-column statistics (:func:`~dsvm.approx.scaling.column_stats`).  Mixed: among the
+    non-constant columns, both the standard deviations and the ranges span more than
+    :data:`MIXED_SCALE_SPREAD`.
+    """
+    n = stats["n"]
+    if n < 2:
+        return None
+    var = stats["m2"] / n
+    keep = ~constant_columns(n, stats["mean"], var)
+    if np.count_nonzero(keep) < 2:
+        return None
+    cols = np.flatnonzero(keep)
+    std, span = np.sqrt(var[keep]), (stats["max"] - stats["min"])[keep]
+    lo, hi = int(np.argmin(std)), int(np.argmax(std))
+    spread = std[hi] / std[lo]
+    if not (spread > MIXED_SCALE_SPREAD and span.max() > MIXED_SCALE_SPREAD * span.min()):
+        return None
+    return (f"the columns of X have standard deviations from {std[lo]:.3g} (column {cols[lo]}) to {std[hi]:.3g} "
+            f"(column {cols[hi]}), {np.log10(spread):.1f} orders of magnitude apart, and one gamma serves them all: "
+            "the kernel sees little but the widest columns. Pass scale='standard' (dsvm train --scale standard; "
+            "'maxabs' keeps sparse data sparse) to put every column on one scale")
+
+
+def gamma_for(gamma, X: RowBlocks, n_features: int, warn_scales: bool = False, stacklevel: int = 2) -> float:
+    """:func:`resolve_gamma` with ``Var X`` computed block-wise in one pass (the zeros of sparse rows included).
+
+    With ``warn_scales`` (a fit without ``scale=``) and ``gamma="scale"``, the same pass keeps per-column
+    statistics (up to :data:`COLUMN_STATS_MAX_FEATURES` columns) and a :class:`~dsvm.exceptions.MixedScalesWarning`
+    names the spread when the columns' scales are mixed (:func:`mixed_scales`).  Other gammas make no pass,
+    so they are not checked.
+    """
 
     def variance() -> float:
-        s, ss, count = X.map_reduce(_moments_block)
-        return ss / count - (s / count) ** 2
+        if not warn_scales or X.n_cols > COLUMN_STATS_MAX_FEATURES:
+            s, ss, count = X.map_reduce(_moments_block)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return ss / count - (s / count) ** 2
+        stats = X.map_reduce(column_stats, combine=merge_column_stats)
+        message = mixed_scales(stats)
+        if message is not None:
+            warnings.warn(message, MixedScalesWarning, stacklevel=stacklevel + 2)
+        return _total_variance(stats)
 
     return resolve_gamma(gamma, n_features, variance)
 
@@ -180,9 +249,11 @@ def prepare_landmarks(landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32)
         Lc = L - shift
         sq = np.einsum("ij,ij->i", Lc, Lc)
         augmented = np.empty((L.shape[1] + 2, L.shape[0]))
-        augmented[:-2] = 2.0 * spec.gamma * Lc.T
-        augmented[-2] = 1.0
-        augmented[-1] = -spec.gamma * sq
+        with np.errstate(over="ignore", invalid="ignore"):  # refused just below when it overflows
+            augmented[:-2] = 2.0 * spec.gamma * Lc.T
+            augmented[-2] = 1.0
+            augmented[-1] = -spec.gamma * sq
+        _check_exponent_scale(augmented, spec, dtype)
         return PreparedLandmarks(
             spec=spec,
             landmarks=np.ascontiguousarray(Lc, dtype=dtype),
@@ -201,6 +272,19 @@ def prepare_landmarks(landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32)
         shift_dot_landmarks=None,
         dtype=dtype,
         landmarks64=np.ascontiguousarray(L),
+    )
+
+
+def _check_exponent_scale(augmented: np.ndarray, spec: KernelSpec, dtype: np.dtype) -> None:
+    """Refuse an RBF whose exponent ``γ‖x − l‖²`` cannot be formed in ``dtype`` (NonFiniteError)."""
+    with np.errstate(over="ignore"):
+        if all_finite(augmented) and all_finite(augmented.astype(dtype)):
+            return
+    biggest = float(np.nanmax(np.abs(augmented[:-2]))) if augmented.shape[0] > 2 else float("inf")
+    raise NonFiniteError(
+        f"the RBF kernel's exponent overflows {dtype.name}: gamma={spec.gamma:g} times the landmarks' distances "
+        f"from their mean gives {biggest:.3g}; use a smaller gamma, scale the features (scale='standard'), or "
+        "dtype='float64'"
     )
 
 

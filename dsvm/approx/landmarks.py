@@ -30,7 +30,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..blocks import RowBlocks
+from ..blocks import RowBlocks, available_memory, probe_workers
+from ..checks import all_finite
+from ..exceptions import DenseLandmarksError, NonFiniteError, format_bytes
 from .kernels import (
     DENSIFY_MAX_FEATURES,
     DENSIFY_SLAB_ROWS,
@@ -56,6 +58,53 @@ class Landmarks:
     # this order (pivoted); "eigen": anything else, mapped by eigendecomposition
     feature_map: str = "eigen"
 
+
+
+# Dense copies of the landmark rows a fit holds at once: the rows fetched (float64), their de-duplicated
+# copy, and the prepared landmarks (shifted, cast to the features' dtype, and the RBF's augmented
+# transpose), in this process and again in every worker that computes features.
+LANDMARK_COPIES = 4
+# below this, dense landmarks are not worth a round trip to the workers to check
+LANDMARK_CHECK_BYTES = 64 * 2**20
+
+
+def check_dense_landmarks(rows: int, n_features: int, k: int) -> None:
+    """Refuse, before anything is allocated, dense landmark rows that would not fit in memory.
+
+    Landmarks are dense rows of all ``n_features`` columns, also for sparse
+    input (whose ``n_features`` is its largest feature index): ``rows`` such
+    rows of float64, held :data:`LANDMARK_COPIES` times, must fit in half of
+    what this process and every Dask worker may still allocate.
+
+    Raises
+    ------
+    DenseLandmarksError
+        Naming ``n_features``, ``k``, the bytes needed and what to change.
+    """
+    need = LANDMARK_COPIES * float(rows) * float(n_features) * 8.0
+    if need < LANDMARK_CHECK_BYTES:
+        return
+    room = [("this process", available_memory())]
+    if need < 2.0 * room[0][1]:  # the workers are asked only when this process has the room
+        room += [(f"Dask worker {w.address}", w.usable) for w in probe_workers()]
+    where, have = min(room, key=lambda r: r[1])
+    if need <= 0.5 * have:
+        return
+    raise DenseLandmarksError(
+        f"k={k} landmarks are dense rows of all n_features={n_features} columns ({rows} rows x {n_features} "
+        f"x 8 bytes, held {LANDMARK_COPIES} times: {format_bytes(need)}), more than half of what {where} may "
+        f"still allocate ({format_bytes(have)}); use fewer landmarks (n_components, -k) or fewer columns "
+        "(a sparse file's largest feature index sets n_features: renumber or hash the features)"
+    )
+
+
+def landmark_rows(method: str, n: int, k: int) -> int:
+    """How many rows ``method`` holds dense while choosing ``k`` landmarks among ``n`` rows."""
+    if method == "kmeans":
+        return min(n, max(KMEANS_SAMPLE_FACTOR * k, KMEANS_SAMPLE_MIN))
+    if method == "pivoted":
+        return min(n, max(PIVOT_POOL_FACTOR * k, PIVOT_POOL_MIN), max(2 * k, PIVOT_POOL_BYTES // (4 * max(k, 1))))
+    return min(n, k + max(16, k // 4))
 
 
 def _random_state(random_state) -> np.random.RandomState:
@@ -248,7 +297,7 @@ def kmeans_landmarks(
     ``KMEANS_SAMPLE_FACTOR · k`` rows (one pass to fetch it), then ``n_iter`` Lloyd passes over all rows."""
     rng = _random_state(random_state)
     n = X.n_rows
-    m = min(n, sample_size or max(KMEANS_SAMPLE_FACTOR * k, KMEANS_SAMPLE_MIN))
+    m = min(n, sample_size) if sample_size else landmark_rows("kmeans", n, k)
     from sklearn.utils.random import sample_without_replacement
 
     sample_idx = np.sort(sample_without_replacement(n, m, random_state=rng))
@@ -357,7 +406,13 @@ def pivoted_cholesky_pivots(pool, spec: KernelSpec, k: int, rtol: float, block: 
         cand = cand[resid[cand] > floor]
         if cand.size == 0:
             break
-        Ct = kernel_block(pool[cand], pool_prep)  # candidates x m
+        with np.errstate(over="ignore", invalid="ignore"):
+            Ct = kernel_block(pool[cand], pool_prep)  # candidates x m
+        if not all_finite(Ct):
+            raise NonFiniteError(
+                f"pivoted landmarks: the {spec.name} kernel's values on the pool of candidate rows overflow float32; "
+                "scale the features (scale='standard' or 'maxabs') or lower the kernel's parameters"
+            )
         if j:
             Ct -= Gt[:j, cand].T @ Gt[:j]
         S = Ct[:, cand].astype(np.float64)
@@ -391,7 +446,7 @@ def pivoted_landmarks(X: RowBlocks, k: int, spec: KernelSpec, random_state=None,
     well-conditioned Cholesky factor.
     """
     n = X.n_rows
-    m = min(n, max(PIVOT_POOL_FACTOR * k, PIVOT_POOL_MIN), max(2 * k, PIVOT_POOL_BYTES // (4 * max(k, 1))))
+    m = landmark_rows("pivoted", n, k)
     drawn = _IndexStream(n, _random_state(random_state)).first(m)
     idx = np.sort(drawn)
     pool = X.take(idx)
@@ -417,8 +472,11 @@ def select_landmarks(
     """Choose ``k`` landmarks from the row-blocked data ``X``.
 
     ``spec`` (the kernel) is needed by ``"pivoted"`` only; ``rtol`` is its
-    relative residual cut-off (see :func:`pivoted_landmarks`).
+    relative residual cut-off (see :func:`pivoted_landmarks`).  Rows too wide to
+    be held dense are refused first (:func:`check_dense_landmarks`).
     """
+    if method in LANDMARK_METHODS:
+        check_dense_landmarks(landmark_rows(method, X.n_rows, k), X.n_cols, k)
     if method == "uniform":
         return uniform_landmarks(X, k, random_state)
     if method == "kmeans":

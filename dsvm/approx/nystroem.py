@@ -39,6 +39,8 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from ..blas import blas_for_order
+from ..checks import all_finite, first_non_finite_row
+from ..exceptions import NonFiniteError
 from . import kernels
 from .kernels import (
     KernelSpec,
@@ -274,13 +276,92 @@ def fit_feature_map(
         raise ValueError(f"method={method!r} is not a Nyström map; choose one of {FEATURE_MAPS}")
     L = np.asarray(landmarks, dtype=np.float64)
     rtol = default_eig_rtol(dtype) if eig_rtol is None else float(eig_rtol)
-    K_LL = kernel_matrix(L, L, spec)
+    with np.errstate(over="ignore", invalid="ignore"):
+        K_LL = kernel_matrix(L, L, spec)
+    if not all_finite(K_LL):
+        row = first_non_finite_row(K_LL)
+        raise NonFiniteError(
+            f"the landmarks' kernel matrix K(L, L) holds NaN or infinity (first in landmark {row}, whose largest "
+            f"|value| is {_largest(L[row]):.3g}): {_kernel_words(spec)} overflows float64 there; "
+            f"{_remedies(spec, np.float64)}"
+        )
     if method == "cholesky":
         try:
             normalization, lam = cholesky_normalization(K_LL, rtol)
-            return FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
-                              dtype=np.dtype(dtype))
+            return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
+                                           dtype=np.dtype(dtype)))
         except np.linalg.LinAlgError:
             logger.info("Nystroem: K(L, L) of the pivoted landmarks does not factor; using the eigen map")
     normalization, lam = nystroem_normalization(K_LL, rtol)
-    return FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam, dtype=np.dtype(dtype))
+    return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
+                                   dtype=np.dtype(dtype)))
+
+
+def _checked_map(fmap: FeatureMap) -> FeatureMap:
+    """``fmap``, once its normalization is known finite in float64 and in the features' dtype (NonFiniteError)."""
+    with np.errstate(over="ignore"):
+        ok = all_finite(fmap.normalization) and all_finite(fmap.normalization.astype(fmap.dtype))
+    if not ok:
+        raise NonFiniteError(
+            f"the Nyström map (K(L, L)^(-1/2), {fmap.n_output} x {fmap.n_components}) is not finite in "
+            f"{np.dtype(fmap.dtype).name}: the smallest kept eigenvalue of K(L, L) is {fmap.eigenvalues.min():.3g}; "
+            "raise eig_rtol or use dtype='float64'"
+        )
+    return fmap
+
+
+def _largest(values) -> float:
+    values = np.abs(np.asarray(values, dtype=np.float64))
+    return float(values.max()) if values.size else 0.0
+
+
+def _kernel_words(spec: KernelSpec) -> str:
+    """The kernel and its parameters, for a message."""
+    if spec.name == "rbf":
+        return f"the rbf kernel (gamma={spec.gamma:g})"
+    if spec.name == "linear":
+        return "the linear kernel"
+    extra = f", degree={spec.degree}" if spec.name == "poly" else ""
+    return f"the {spec.name} kernel (gamma={spec.gamma:g}, coef0={spec.coef0:g}{extra})"
+
+
+def _remedies(spec: KernelSpec, dtype) -> str:
+    """What a user can change when kernel values or features overflow ``dtype``."""
+    knobs = "gamma" if spec.name == "rbf" else "gamma, coef0 or degree" if spec.name == "poly" else "gamma or coef0"
+    wider = "" if np.dtype(dtype) == np.float64 else ", or use dtype='float64'"
+    if spec.name == "linear":
+        return f"scale the features (scale='standard' or 'maxabs'){wider}"
+    return f"scale the features (scale='standard' or 'maxabs'), lower {knobs}{wider}"
+
+
+def check_features(F: np.ndarray, X_block, fmap, offset: int = 0) -> None:
+    """Refuse a block of features that holds NaN or infinity, naming the first such row and where it arose.
+
+    ``F`` are the features of the input rows ``X_block`` (finite: checked before), the first of which is
+    row ``offset``.  For a :class:`FeatureMap` the message says whether the kernel values of that row
+    already overflow the features' dtype or the Nyström map made them so (only a failing block pays for
+    that diagnosis).
+
+    Raises
+    ------
+    NonFiniteError
+    """
+    if all_finite(F):
+        return
+    first = first_non_finite_row(F)
+    row = offset + first
+    dtype = np.dtype(getattr(fmap, "dtype", F.dtype))
+    rows = X_block[first : first + 1]
+    size = _largest(rows.data if sp.issparse(rows) else rows)
+    if not isinstance(fmap, FeatureMap):
+        raise NonFiniteError(f"the features of row {row} hold NaN or infinity in {dtype.name} (the row's largest "
+                             f"|value| is {size:.3g}); scale the features or use dtype='float64'")
+    spec = fmap.spec
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = kernel_block(rows, fmap._ready()[0])
+    where = (f"{_kernel_words(spec)} overflows {dtype.name} on it" if not all_finite(K)
+             else f"the Nyström map turns its finite kernel values into NaN or infinity in {dtype.name}")
+    raise NonFiniteError(
+        f"the features of row {row} hold NaN or infinity (the row's largest |value| is {size:.3g}): {where}; "
+        f"{_remedies(spec, dtype)}"
+    )

@@ -31,9 +31,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blocks import RowBlocks, row_index_blocks
+from ..exceptions import NonFiniteError
 from ..options import SCALINGS
 
-__all__ = ["Scaling", "fit_scaling", "check_scale", "SCALINGS"]
+__all__ = ["Scaling", "fit_scaling", "check_scale", "SCALINGS", "column_stats", "merge_column_stats",
+           "constant_columns"]
 
 EPS = np.finfo(np.float64).eps
 
@@ -72,7 +74,7 @@ class Scaling:
         stats = {k: np.asarray(v, dtype=np.float64) for k, v in stats.items()}
         if kind == "standard":
             mean, var = stats["mean_"], stats["var_"]
-            constant = var <= n_samples * EPS * var + (n_samples * mean * EPS) ** 2
+            constant = constant_columns(n_samples, mean, var)
             scale = np.where(constant, 1.0, np.sqrt(var))
             stats["scale_"] = scale
             offset = mean if center else np.zeros_like(mean)
@@ -121,10 +123,19 @@ class Scaling:
         return ((X.astype(np.float64) - self.offset) * self.factor).astype(dtype, copy=False)
 
 
+def constant_columns(n_samples: int, mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """Which columns count as constant: a variance within scikit-learn's round-off bound
+    ``n·eps·var + (n·mean·eps)²`` (the rule of ``StandardScaler``)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # a non-finite statistic is refused by its caller
+        return var <= n_samples * EPS * var + (n_samples * mean * EPS) ** 2
+
+
 # statistics of one block and their merge ------------------------------------------------
-def _block_stats(X_block, rows, check_finite: bool) -> dict[str, Any]:
+@np.errstate(over="ignore", invalid="ignore")  # statistics that overflow are refused by the callers
+def column_stats(X_block, rows=None, check_finite: bool = False) -> dict[str, Any]:
     """Count, mean, centred sum of squares, minimum and maximum per column of one block, the first row
-    with NaN or infinity (``inf`` if none) and whether it was sparse."""
+    with NaN or infinity (``inf`` if none; looked for only with ``check_finite``, which needs the block's
+    row numbers ``rows``) and whether it was sparse.  Blocks merge with :func:`merge_column_stats`."""
     n, p = X_block.shape
     first_bad = np.inf
     if sp.issparse(X_block):
@@ -157,6 +168,7 @@ def _block_stats(X_block, rows, check_finite: bool) -> dict[str, Any]:
     return {"n": n, "mean": mean, "m2": m2, "min": lo, "max": hi, "first_bad": first_bad, "sparse": sparse}
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def _merge_two(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     n = a["n"] + b["n"]
     if a["n"] == 0 or b["n"] == 0:
@@ -169,7 +181,8 @@ def _merge_two(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
             "sparse": a["sparse"] or b["sparse"]}
 
 
-def _merge(parts) -> dict[str, Any]:
+def merge_column_stats(parts) -> dict[str, Any]:
+    """The statistics of :func:`column_stats` of several blocks as of one (pairwise, in float64)."""
     parts = list(parts)
     out = parts[0]
     for part in parts[1:]:
@@ -187,10 +200,15 @@ def fit_scaling(X: RowBlocks, kind: str, check_finite: bool = True) -> Scaling:
         ``"minmax"`` on sparse input whose zeros it would move.
     """
     check_scale(kind)
-    s = X.map_reduce(_block_stats, aligned=(row_index_blocks(X),), shared=(check_finite,), combine=_merge)
+    s = X.map_reduce(column_stats, aligned=(row_index_blocks(X),), shared=(check_finite,),
+                     combine=merge_column_stats)
     if np.isfinite(s["first_bad"]):
         raise ValueError(f"X contains NaN or infinity at row {int(s['first_bad'])}")
     n = int(s["n"])
+    overflow = np.flatnonzero(~(np.isfinite(s["mean"]) & np.isfinite(s["m2"])))
+    if kind == "standard" and overflow.size:
+        raise NonFiniteError(f"scale='standard': the variance of column {int(overflow[0])} overflows float64 (its "
+                             "values are too large to square); use scale='maxabs' or 'minmax'")
     if kind == "standard":
         return Scaling.from_stats(kind, n, center=not s["sparse"], mean_=s["mean"], var_=s["m2"] / max(n, 1))
     if kind == "minmax":

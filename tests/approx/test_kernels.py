@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -155,3 +157,74 @@ def test_bad_kernel_parameters_are_named(kernel, gamma, message):
         check_kernel_params(kernel, gamma)
     for ok in ("scale", "auto", 0.5, 2):
         check_kernel_params("rbf", ok)
+
+
+# ------------------------------------------------------------------ scales and overflow (issue 25, items 3 and 5)
+def _mixed_columns(n=3000, seed=0):
+    """Tabular data as a user has it: z-scores, amounts around 1000 ± 250, ratios in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    return np.hstack([rng.normal(size=(n, 10)), 1000 + 250 * rng.normal(size=(n, 10)), rng.uniform(size=(n, 10))])
+
+
+def test_gamma_scale_warns_when_the_columns_scales_are_orders_of_magnitude_apart():
+    from dsvm.exceptions import MixedScalesWarning
+
+    X = _mixed_columns()
+    with pytest.warns(MixedScalesWarning, match=r"standard deviations from 0\.2\d+ \(column 2\d\) to 2\d\d "
+                                                r"\(column 1\d\), \d\.\d orders of magnitude apart.*scale='standard'"):
+        gamma = gamma_for("scale", as_row_blocks(X, 700), X.shape[1], warn_scales=True)
+    np.testing.assert_allclose(gamma, 1.0 / (X.shape[1] * X.var()), rtol=1e-12)
+    # asked only by a fit without scale=, and only by the gamma="scale" pass (the others make none)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixedScalesWarning)
+        gamma_for("scale", as_row_blocks(X, 700), X.shape[1])
+        gamma_for(0.1, as_row_blocks(X, 700), X.shape[1], warn_scales=True)
+
+
+def test_no_scale_warning_on_comparable_columns_or_rare_binary_features():
+    from dsvm.exceptions import MixedScalesWarning
+
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(2000, 8)) * np.array([1, 2, 5, 10, 0.5, 0.2, 3, 1])  # 1.7 orders apart: fine
+    binary = sp.random(20_000, 50, density=0.02, random_state=2, format="csr")
+    binary.data[:] = 1.0
+    binary[0, 49] = 0.0  # a column set in one row of 20,000: a tiny standard deviation, the same range
+    binary[0, 48] = 1.0
+    const = np.hstack([rng.normal(size=(500, 3)), np.full((500, 2), 7.0), np.zeros((500, 1))])
+    for X in (z, binary, const):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", MixedScalesWarning)
+            gamma_for("scale", as_row_blocks(X, 600), X.shape[1], warn_scales=True)
+
+
+@pytest.mark.parametrize("name", ["a9a.train", "w8a.train", "ijcnn1.train", "mushrooms.all", "splice.train"])
+def test_no_scale_warning_on_the_libsvm_benchmark_sets(name):
+    from dsvm.exceptions import MixedScalesWarning
+    from helpers import load_libsvm
+
+    X, _ = load_libsvm(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixedScalesWarning)
+        gamma = gamma_for("scale", as_row_blocks(X.tocsr(), 8192), X.shape[1], warn_scales=True)
+    np.testing.assert_allclose(gamma, 1.0 / (X.shape[1] * X.toarray().var()), rtol=1e-10)
+
+
+def test_a_variance_that_overflows_is_an_error_not_gamma_one():
+    """``(1e200)²`` overflows float64: the variance was NaN and gamma silently 1.0."""
+    from dsvm.exceptions import NonFiniteError
+
+    X = np.random.default_rng(0).normal(size=(50, 3)) * 1e200
+    for warn in (False, True):
+        with pytest.raises(NonFiniteError, match="gamma='scale': the variance of X is"):
+            gamma_for("scale", as_row_blocks(X, 20), 3, warn_scales=warn)
+
+
+def test_an_rbf_exponent_that_overflows_the_dtype_is_refused():
+    from dsvm.exceptions import NonFiniteError
+
+    L = np.random.default_rng(0).normal(size=(10, 3)) * 100
+    with pytest.raises(NonFiniteError, match=r"RBF kernel's exponent overflows float32: gamma=1e\+37"):
+        prepare_landmarks(L, make_kernel_spec("rbf", 1e37), np.float32)
+    prepare_landmarks(L, make_kernel_spec("rbf", 1e37), np.float64)  # fine in float64
+    with pytest.raises(NonFiniteError, match="overflows float64"):
+        prepare_landmarks(L, make_kernel_spec("rbf", 1e307), np.float64)

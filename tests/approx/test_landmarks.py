@@ -286,3 +286,32 @@ def test_pivoted_fit_is_the_same_on_numpy_and_dask(sparse):
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-7)
     assert a.solver_stats_["landmark_passes"] == 1
+
+
+# ------------------------------------------------------------------ wide sparse data (issue 25, item 10)
+@pytest.mark.parametrize("method", ["uniform", "kmeans", "pivoted"])
+def test_dense_landmarks_beyond_memory_are_refused_before_anything_is_allocated(method):
+    """One feature index 10**12 in a 6-row file: the landmarks were densified at once ("Unable to allocate
+    21.8 TiB"; index 2**31 made a worker restart in a loop)."""
+    import tracemalloc
+
+    from dsvm.exceptions import DenseLandmarksError
+
+    X = sp.csr_matrix((np.ones(7), [0, 1, 0, 10**12 - 1, 2, 1, 2], [0, 1, 2, 4, 5, 6, 7]), shape=(6, 10**12))
+    tracemalloc.start()
+    try:
+        with pytest.raises(DenseLandmarksError, match=r"k=5 landmarks are dense rows of all n_features=1000000000000 "
+                                                      r"columns \(6 rows x 1000000000000 x 8 bytes, held 4 times: "
+                                                      r"174\.6 TiB\).*fewer landmarks.*renumber"):
+            select_landmarks(as_row_blocks(X, 3), 5, method, random_state=0, spec=SPEC)
+        assert tracemalloc.get_traced_memory()[1] < 2**20  # the refusal came first
+    finally:
+        tracemalloc.stop()
+
+
+def test_dense_landmarks_within_memory_are_not_refused():
+    from dsvm.approx import check_dense_landmarks
+
+    check_dense_landmarks(600, 20_000, 500)  # 366 MiB: within the memory of any machine running the tests
+    X = sp.random(50, 20_000, density=0.001, random_state=0, format="csr")
+    assert select_landmarks(as_row_blocks(X, 20), 10, "uniform", random_state=0).components.shape == (10, 20_000)

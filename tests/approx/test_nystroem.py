@@ -192,3 +192,37 @@ def test_transform_out_must_fit():
         fmap.transform_block(np.ones((4, 3)), out=np.empty((4, 10), dtype=np.float64))
     with pytest.raises(ValueError, match="out must be"):
         fmap.transform_block(np.ones((4, 3)), out=np.empty((10, 4), dtype=np.float32).T)
+
+
+# ------------------------------------------------------------------ non-finite values (issue 25, item 3)
+def test_a_landmark_kernel_matrix_that_overflows_is_named():
+    """Before: "the landmark kernel matrix has no positive eigenvalue" (eigh of infinities), blaming the kernel."""
+    from dsvm.exceptions import NonFiniteError
+
+    L = np.random.default_rng(0).uniform(1, 2, size=(20, 4))
+    with pytest.raises(NonFiniteError, match=r"K\(L, L\) holds NaN or infinity \(first in landmark 0.*poly kernel "
+                                             r"\(gamma=10, coef0=0, degree=200\) overflows float64"):
+        fit_feature_map(L, make_kernel_spec("poly", 10.0, degree=200), dtype=np.float32)
+
+
+def test_check_features_names_the_row_and_whether_the_kernel_or_the_map_overflowed():
+    from dsvm.approx import check_features
+    from dsvm.exceptions import NonFiniteError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    fmap = fit_feature_map(X[:10], make_kernel_spec("poly", 1.0, degree=3), dtype=np.float32)
+    X[17] *= 1e13  # (1e26)³ overflows float32
+    with np.errstate(all="ignore"):
+        F = fmap.transform_block(X)
+    with pytest.raises(NonFiniteError, match=r"features of row 117 hold NaN or infinity \(the row's largest \|value\| "
+                                             r"is \d\.\d+e\+13\): the poly kernel .* overflows float32 on it"):
+        check_features(F, X, fmap, offset=100)
+    check_features(F[:17], X[:17], fmap)  # the rows before are fine
+    # RBF kernel values (within [0, 1]) and a crafted map whose first feature sums them times 3e38
+    fmap = fit_feature_map(X[:10], make_kernel_spec("rbf", 0.1), dtype=np.float32)
+    fmap.normalization[0] = 3e38
+    with np.errstate(all="ignore"):
+        F = fmap.transform_block(X[:5])
+    with pytest.raises(NonFiniteError, match="row 0 .* the Nyström map turns its finite kernel values into NaN"):
+        check_features(F, X[:5], fmap)

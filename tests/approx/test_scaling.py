@@ -106,3 +106,14 @@ def test_float32_blocks_stay_float32_and_non_finite_rows_are_named():
 def test_unknown_kind():
     with pytest.raises(ValueError, match=r"scale='zscore' is not supported; choose None or one of"):
         fit_scaling(as_row_blocks(np.ones((3, 2)), 3), "zscore")
+
+
+def test_a_variance_that_overflows_is_an_error_not_a_column_of_zeros():
+    """``(1e200)²`` overflows float64: the column's scale was infinite and every scaled value 0."""
+    from dsvm.exceptions import NonFiniteError
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    X[:, 1] *= 1e200
+    with pytest.raises(NonFiniteError, match="scale='standard': the variance of column 1 overflows float64"):
+        fit_scaling(as_row_blocks(X, 16), "standard")
+    assert fit_scaling(as_row_blocks(X, 16), "maxabs").stats["max_abs_"][1] > 1e200  # what it suggests works
