@@ -226,3 +226,34 @@ def run_dsvm(*args: str, cwd: Path, timeout: float = 120, check: bool = False):
     if check:
         assert proc.returncode == 0, f"dsvm {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
     return proc
+
+
+# ---------------------------------------------------------------- calls that might block on a FIFO
+def call_near_fifos(fn, *fifos, timeout: float = 30):
+    """The exception ``fn()`` raises (None if it returns), run in a thread; a call still blocked after
+    ``timeout`` fails the test, once the ``fifos`` it may wait on got a writer (and so an end) to let it finish."""
+    import threading
+
+    outcome: dict = {}
+
+    def target():
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001  (handed to the test)
+            outcome["exc"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        for _ in range(100):  # a reader may open the FIFO again: give it an end each time
+            for fifo in fifos:
+                try:
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+            thread.join(0.1)
+            if not thread.is_alive():
+                break
+        pytest.fail(f"{getattr(fn, '__name__', fn)} was still blocked after {timeout} s, waiting on a FIFO")
+    return outcome.get("exc")

@@ -16,10 +16,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dsvm"
 
 # unit -> units it may import (besides itself).  A unit is a sub-package or a root module.
 LEAF = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.config", "dsvm.blas", "dsvm.checks",
-        "dsvm.signals", "dsvm.lazy"}
+        "dsvm.signals", "dsvm.lazy", "dsvm.user_files"}
 ALLOWED = {
     "dsvm.version": set(), "dsvm.options": set(), "dsvm.exceptions": set(),
     "dsvm.config": set(), "dsvm.blas": set(), "dsvm.checks": set(), "dsvm.signals": set(), "dsvm.lazy": set(),
+    "dsvm.user_files": set(),
     "dsvm.blocks": LEAF,
     "dsvm.io": LEAF | {"dsvm.blocks"},
     "dsvm.approx": LEAF | {"dsvm.blocks"},

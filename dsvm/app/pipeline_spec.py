@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from sklearn.model_selection import ParameterGrid
 
 from ..exceptions import PipelineError
@@ -26,7 +25,7 @@ from ..model_selection import check_search_landmarks, check_search_params
 from ..reference import require_clarabel
 from ..svm import NystroemSVC, check_params, param_names
 from .search_report import ALIASES, parse_search_args
-from .yaml_files import read_yaml_file
+from .yaml_files import parse_yaml, read_yaml_file
 
 PIPELINE_KEYS = {"name", "description", "kind", "params", "output", "data", "preprocess", "model", "experiments",
                  "report"}
@@ -90,7 +89,7 @@ def _parse_override(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise PipelineError(f"--set {text!r}: expected key=value")
     key, raw = text.split("=", 1)
-    return key.strip(), yaml.safe_load(raw)
+    return key.strip(), parse_yaml(raw, PipelineError, f"--set {text}")
 
 
 def _referenced(value: Any) -> set[str]:
