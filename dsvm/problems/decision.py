@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..approx import check_features
 from ..blocks import RowBlocks
-from ..checks import check_finite_block
+from ..checks import all_finite, check_finite_block, first_non_finite_row
+from ..exceptions import NonFiniteError
 
 __all__ = ["decisions", "decision_block", "decision_blocks", "predicted_codes", "labels_from_decision"]
 
@@ -24,13 +26,29 @@ def decisions(F: np.ndarray, coef: np.ndarray, intercept: np.ndarray) -> np.ndar
 
 def decision_block(X_block, fmap, coef: np.ndarray, intercept: np.ndarray, check_finite: bool = True,
                    scaling=None, offset: int = 0) -> np.ndarray:
-    """Decision values of one block of input rows (NaN or infinity named by row when ``check_finite``),
-    scaled first by a fitted :class:`~dsvm.approx.Scaling` if one is given."""
+    """Decision values of one block of input rows (NaN or infinity in them named by row when ``check_finite``),
+    scaled first by a fitted :class:`~dsvm.approx.Scaling` if one is given.
+
+    Features and decision values that are not finite (a kernel overflowing the features' dtype on rows far
+    from the training data, say) are a :class:`~dsvm.exceptions.NonFiniteError` naming the first such row,
+    never a label: checked here, in the block function, so a Dask prediction pays no extra pass.
+    """
     if check_finite:
         check_finite_block(X_block, offset)
     if scaling is not None:
         X_block = scaling.transform_block(X_block)
-    return decisions(fmap.transform_block(X_block), coef, intercept)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is named just below, with its row
+        F = fmap.transform_block(X_block)
+        check_features(F, X_block, fmap, offset)
+        dec = decisions(F, coef, intercept)
+    if not all_finite(dec):
+        row = offset + first_non_finite_row(dec)
+        raise NonFiniteError(
+            f"the decision values of row {row} hold NaN or infinity: its features times the model's coefficients "
+            f"overflow {np.dtype(F.dtype).name} (largest |coefficient| {float(np.abs(coef).max()):.3g}); "
+            "predict with a model of dtype='float64' or scale the features"
+        )
+    return dec
 
 
 def decision_blocks(X: RowBlocks, fmap, coef: np.ndarray, intercept: np.ndarray, check_finite: bool = True,

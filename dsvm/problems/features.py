@@ -17,6 +17,7 @@ from contextlib import ExitStack
 import numpy as np
 
 from .. import config
+from ..approx import check_features
 from ..blocks import BlockReduction, RowBlocks, cluster_memory, make_temporary_folder, spill_blocks
 from ..checks import check_finite_block
 from ..exceptions import disk_full_error, is_disk_full
@@ -38,9 +39,14 @@ STORE_ALIASES = {"zarr": "disk"}
 
 
 def _feature_block(X_block, fmap, check_finite, offset=0, out=None):
+    """Features of one block; its input checked finite when ``check_finite``, its features always (a kernel or a
+    map that overflows the features' dtype is named with the row, never stored)."""
     if check_finite:
         check_finite_block(X_block, offset)
-    return fmap.transform_block(X_block) if out is None else fmap.transform_block(X_block, out=out)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is named just below, with its row
+        F = fmap.transform_block(X_block) if out is None else fmap.transform_block(X_block, out=out)
+    check_features(F, X_block, fmap, offset)
+    return F
 
 
 def plan_feature_store(

@@ -376,7 +376,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
     known0 = cache.get(params.get("x0_key")) if need0 else None
     new1 = cache.blank(n) if known1 is None else None
     new0 = cache.blank(n) if need0 and known0 is None else None
-    loss, n_active, n_changed = 0.0, 0, 0
+    loss, n_active, n_changed, n_positive, n_costed = 0.0, 0, 0, 0, 0
     grad = np.zeros(r + 1)
     loss_grid = np.zeros(t_grid.size)
     pack = params.get("pack", True)
@@ -386,7 +386,10 @@ def _fused_pass(F, c, params, residual, residual_grid):
         Fs, cs = F[sl], c[sl]
         m1 = _slab_margins(Fs, sl, w1, w1_zero, x1[-1], known1, new1)
         rho1, slope1 = residual(m1, sl)
-        active = (rho1 > 0.0) & (cs > 0.0)  # rows of zero cost (held-out folds) are never active
+        costed = cs > 0.0
+        active = (rho1 > 0.0) & costed  # rows of zero cost (held-out folds) are never active
+        n_costed += int(np.count_nonzero(costed))
+        n_positive += int(np.count_nonzero((m1 > 0.0) & costed))
         loss += float(np.dot(cs, rho1 * rho1))
         g = cs * slope1
         grad[:-1] += Fs.T @ g.astype(F.dtype, copy=False)
@@ -414,6 +417,9 @@ def _fused_pass(F, c, params, residual, residual_grid):
         "grad": grad,
         "n_active": n_active,
         "n_changed": n_changed,
+        # rows of positive cost, and those of them with a margin above 0 at x1 (predicted positive)
+        "n_costed": n_costed,
+        "n_positive": n_positive,
         "loss_grid": loss_grid,
         # full: 0.0 (not a matrix) when no row entered the sum, which adds like a zero matrix in the reduction
         "hess": gram if isinstance(gram, GramDelta) else gram.result(pack, F.dtype) if gram is not None else None,
@@ -454,7 +460,9 @@ def sqhinge_pass(F, codes, sample_weight, params):
 
     Returns a dict of additive quantities, all evaluated at ``x1`` except
     ``loss_grid``: ``loss``, ``grad`` (of the loss), ``n_active``,
-    ``n_changed``, ``loss_grid`` and ``hess`` (without the factor 2).
+    ``n_changed``, ``n_costed`` and ``n_positive`` (rows of positive cost, and
+    those of them with margin above 0), ``loss_grid`` and ``hess`` (without
+    the factor 2).
     """
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])

@@ -45,6 +45,9 @@ from .losses import (
 
 logger = logging.getLogger(__name__)
 
+#: the points whose prediction counts an operator keeps (a solve's last point is among the last passes)
+PREDICTED_KEPT = 4
+
 
 @dataclass
 class PassResult:
@@ -56,6 +59,9 @@ class PassResult:
     n_changed: int
     loss_grid: np.ndarray
     hess: np.ndarray | None
+    # rows of positive cost and those of them with margin above 0 (predicted positive); -1: not counted
+    n_costed: int = -1
+    n_positive: int = -1
 
     def scaled(self, factor: float) -> "PassResult":
         """The pass result for costs multiplied by ``factor`` (loss, gradient and Hessian are linear in C)."""
@@ -72,7 +78,7 @@ class PassResult:
             hess = self.hess + plus.hess - minus.hess
         return replace(self, loss=self.loss + plus.loss - minus.loss, grad=self.grad + plus.grad - minus.grad,
                        n_active=self.n_active + plus.n_active - minus.n_active, n_changed=0,
-                       loss_grid=np.zeros(0), hess=hess)
+                       loss_grid=np.zeros(0), hess=hess, n_costed=-1, n_positive=-1)
 
 
 class LossOperator:
@@ -104,6 +110,8 @@ class LossOperator:
         self.fit_intercept = bool(fit_intercept)
         self.n_passes = 0
         self.margin_cache: dict | str | None = IN_PROCESS if features.is_distributed else {}
+        # (rows of positive cost, predicted positive) at the last points evaluated, by the point's bytes
+        self._predicted: dict[bytes, tuple[int, int]] = {}
 
     @property
     def n_rows(self) -> int:
@@ -164,14 +172,26 @@ class LossOperator:
             if hess is not None:
                 hess[-1, :] = 0.0
                 hess[:, -1] = 0.0
-        return PassResult(
+        result = PassResult(
             loss=float(out["loss"]),
             grad=grad,
             n_active=int(out["n_active"]),
             n_changed=int(out["n_changed"]),
             loss_grid=np.asarray(out["loss_grid"], dtype=np.float64),
             hess=hess,
+            n_costed=int(out.get("n_costed", -1)),
+            n_positive=int(out.get("n_positive", -1)),
         )
+        if result.n_costed >= 0:
+            self._predicted[params["x1"].tobytes()] = (result.n_costed, result.n_positive)
+            while len(self._predicted) > PREDICTED_KEPT:
+                del self._predicted[next(iter(self._predicted))]
+        return result
+
+    def predicted_positive(self, x: np.ndarray) -> tuple[int, int] | None:
+        """``(rows of positive cost, those of them with margin above 0)`` at ``x``, as counted by a pass
+        made at ``x`` among the last few (no pass of its own); None when no recent pass was made there."""
+        return self._predicted.get(np.asarray(x, dtype=np.float64).tobytes())
 
     def hess_vec(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``2 [F 1]_Aᵀ C [F 1]_A v`` (the loss part of the generalized Hessian)."""

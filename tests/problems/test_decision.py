@@ -66,3 +66,35 @@ def test_decision_blocks_equal_the_whole_array_and_name_a_bad_row():
     X[17, 1] = np.inf
     with pytest.raises(ValueError, match="NaN or infinity at row 17"):
         decision_blocks(as_row_blocks(X, 7, min_blocks=1), fmap, coef, intercept).compute()
+
+
+def _poly_model(seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 4))
+    fmap = fit_feature_map(X[:10], make_kernel_spec("poly", 1.0, degree=3), dtype=np.float32)
+    return X, fmap, rng.normal(size=(1, fmap.n_output)), np.zeros(1)
+
+
+def test_non_finite_decision_values_are_an_error_naming_the_row_never_a_label():
+    """Issue 25 item 3: a poly kernel on |x| ~ 1e13 overflows float32; the NaN decisions became the first
+    class and ``predict --decision`` wrote ``nan``.  Numpy and Dask blocks alike (Dask: in the block function)."""
+    import dask.array as da
+
+    from dsvm.exceptions import NonFiniteError
+
+    X, fmap, coef, intercept = _poly_model()
+    X[23] *= 1e13
+    with pytest.raises(NonFiniteError, match=r"features of row 23 hold NaN or infinity .* poly kernel .* overflows "
+                                             r"float32"):
+        decision_blocks(as_row_blocks(X, 7, min_blocks=1), fmap, coef, intercept).compute()
+    with pytest.raises(NonFiniteError, match="features of row 23"):
+        decision_blocks(as_row_blocks(da.from_array(X, chunks=10), 10), fmap, coef, intercept).compute()
+
+
+def test_decision_values_that_overflow_after_finite_features_are_named():
+    from dsvm.exceptions import NonFiniteError
+
+    X, fmap, coef, intercept = _poly_model()
+    coef[0, 0] = 3e38  # a crafted model: finite features times it overflow float32
+    with pytest.raises(NonFiniteError, match=r"decision values of row \d+ hold NaN or infinity.*overflow float32"):
+        decision_block(X, fmap, coef, intercept, offset=0)

@@ -434,3 +434,19 @@ def test_pass_results_scale_with_the_costs_and_exchange_rows():
     np.testing.assert_allclose(ac.grad, grad, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ac.hess, H, rtol=1e-10, atol=1e-12)
     assert ac.n_active == int(active.sum()) and ac.n_changed == 0
+
+
+@pytest.mark.parametrize("chunks", [5, N])
+def test_a_pass_counts_the_training_rows_predicted_positive_at_its_point(chunks):
+    """What the one-class warning of a fit reads (issue 25 item 5): the last pass's count, no pass of its own."""
+    X, y, sw, fmap, F = _problem(False)
+    sw[[2, 9]] = 0.0  # rows of zero weight are not training rows of the problem
+    op, y_pm, c = _operator(X, y, sw, fmap, chunks, positive=1)
+    rng = np.random.default_rng(2)
+    xs = [rng.normal(size=fmap.n_output + 1) * 0.5 for _ in range(6)]
+    for x in xs:
+        op.evaluate(x, x, (), "none")
+    for x in xs[-4:]:  # the last four points are kept
+        margins = F @ x[:-1] + x[-1]
+        assert op.predicted_positive(x) == (int(np.sum(c > 0)), int(np.sum((margins > 0) & (c > 0))))
+    assert op.predicted_positive(xs[0]) is None and op.predicted_positive(xs[0] + 1.0) is None
