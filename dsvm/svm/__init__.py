@@ -12,12 +12,16 @@ from ..lazy import lazy_names
 
 # module (relative to this package) -> the public names it defines
 _MODULES = {
-    "..exceptions": ("CheckpointMismatchError", "ModelFileError"),
+    "..exceptions": ("CheckpointMismatchError", "ModelFileError", "NonFiniteError", "OneClassFitWarning",
+                     "MixedScalesWarning", "DenseLandmarksError"),
     ".base": (
         "BLOCK_BYTES",
+        "MAX_FLOAT32_COST",
+        "MAX_LOSS_SCALE",
         "FitInput",
         "NystroemBase",
         "block_rows_for",
+        "check_cost_scale",
         "check_dataset_input",
         "check_feature_names",
         "check_index_base",
@@ -38,7 +42,7 @@ _MODULES = {
         "open_checkpoint",
         "remove_checkpoint",
     ),
-    ".classifier": ("NystroemSVC", "fit_classifier"),
+    ".classifier": ("NystroemSVC", "fit_classifier", "warn_if_one_class"),
     ".export": ("sklearn_nystroem", "sklearn_scaler", "to_sklearn"),
     ".fitting": ("fit_problems", "problem_stats", "solve_with", "warn_if_not_converged"),
     ".kernel_pegasos": ("PegasosSVC",),
@@ -73,11 +77,13 @@ _MODULES = {
 }
 
 __all__ = [
-    "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier",
+    "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier", "warn_if_one_class",
     "save_model", "load_model", "model_file_problem", "ModelFileError", "CheckpointMismatchError",
+    "NonFiniteError", "OneClassFitWarning", "MixedScalesWarning", "DenseLandmarksError",
     "to_sklearn", "sklearn_scaler", "sklearn_nystroem", "to_onnx", "export_onnx", "onnx_file_problem",
     "evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores",
-    "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input", "model_decisions",
+    "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names", "FitInput",
+    "prepare_fit_input", "prediction_input", "model_decisions",
     "model_decision_blocks", "check_feature_names", "check_dataset_input",
     "unpack_dataset", "check_index_base", "BLOCK_BYTES", "block_rows_for",
     "fit_problems", "solve_with", "warn_if_not_converged", "problem_stats",

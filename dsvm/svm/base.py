@@ -45,7 +45,8 @@ from .export import to_sklearn
 from .onnx_export import to_onnx
 from .warm_start import WARM_START_OPTIONS
 
-__all__ = ["NystroemBase", "check_params", "param_names", "FitInput", "prepare_fit_input", "prediction_input",
+__all__ = ["NystroemBase", "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names",
+           "FitInput", "prepare_fit_input", "prediction_input",
            "model_decisions", "model_decision_blocks", "check_feature_names", "check_dataset_input", "BLOCK_BYTES",
            "block_rows_for", "unpack_dataset", "is_dataset", "dataset_zero_based", "stored_chunk_bytes",
            "check_index_base"]
@@ -131,6 +132,14 @@ def unpack_dataset(X, y=None):
     return X, y
 
 
+# The loss at w = 0, C times the rows' total weight, bounds the objective and gradient a solver squares
+# (norms, inner products) in float64, whose squares overflow above 1.3e154.
+MAX_LOSS_SCALE = 1e150
+# With float32 features the per-row costs meet the features in float32 products (the gradient's GEMV,
+# the Gram matrix's scaled rows), summed over slabs of thousands of rows: float32 ends at 3.4e38.
+MAX_FLOAT32_COST = 1e30
+
+
 def check_params(est) -> None:
     """Validate a Nystroem estimator's parameters as fit does (``ValueError`` naming the parameter)."""
     check_kernel_params(est.kernel, est.gamma)
@@ -163,6 +172,42 @@ def check_params(est) -> None:
     if est.block_rows is not None:
         check_positive_int("block_rows", est.block_rows)
     check_scale(getattr(est, "scale", None))
+    _check_magnitudes(est)
+
+
+def _check_magnitudes(est) -> None:
+    """Parameters too large for any finite problem in the features' dtype (ValueError, before any data)."""
+    dtype = np.dtype(est.dtype)
+    top = float(np.finfo(dtype).max)
+    if est.C > MAX_LOSS_SCALE or (dtype == np.float32 and est.C > MAX_FLOAT32_COST):
+        where = (f"beyond C={MAX_FLOAT32_COST:g} the solvers' sums overflow with float32 features (dtype='float64' "
+                 f"allows up to {MAX_LOSS_SCALE:g})" if dtype == np.float32 and est.C <= MAX_LOSS_SCALE
+                 else f"beyond C={MAX_LOSS_SCALE:g} the solvers' sums overflow float64")
+        raise ValueError(f"C={est.C:g} is too large: {where}; choose a smaller C")
+    for name in ("gamma", "coef0"):
+        value = getattr(est, name, None)
+        if isinstance(value, (int, float, np.number)) and not isinstance(value, bool) and abs(value) > top:
+            raise ValueError(f"{name}={value:g} is beyond the largest {dtype.name} number ({top:.3g}): the kernel "
+                             f"cannot be computed in {dtype.name}; choose a smaller {name}")
+
+
+def check_cost_scale(C_max: float, total_weight: float, what: str) -> None:
+    """Refuse costs whose loss at ``w = 0`` (``C_max`` times the rows' ``total_weight``) the solvers cannot square.
+
+    ``C_max`` is C times the largest class weight; ``what`` says what the total weight is.
+
+    Raises
+    ------
+    ValueError
+        Above :data:`MAX_LOSS_SCALE`, naming the product and its parts.
+    """
+    scale = float(C_max) * float(total_weight)
+    if scale > MAX_LOSS_SCALE:
+        raise ValueError(
+            f"C times the class weight ({C_max:.3g}) times the rows' total weight ({total_weight:.3g}, {what}) is "
+            f"{scale:.3g}: the loss at w = 0 and its gradient cannot be squared in float64 beyond "
+            f"{MAX_LOSS_SCALE:g}; choose a smaller C (or smaller weights)"
+        )
 
 
 def _dataset_feature_names(X) -> np.ndarray | None:

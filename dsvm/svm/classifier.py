@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin
@@ -13,9 +14,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..blocks import aligned_vector, is_dask_array, lazy_result
 from ..checks import check_n_rows, resolve_seed
+from ..exceptions import OneClassFitWarning
 from ..problems import SquaredHingeOperator, labels_from_decision
 from ..signals import sigterm_cleanup
-from .base import NystroemBase, check_dataset_input, model_decisions, unpack_dataset
+from .base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, unpack_dataset
 from .block_tasks import correct_from_decision
 from .calibration import PlattCalibration, proba_block
 from .fitting import fit_problems
@@ -23,7 +25,7 @@ from .labels import check_sample_weight_blocks, class_weights, prepare_classific
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NystroemSVC", "fit_classifier"]
+__all__ = ["NystroemSVC", "fit_classifier", "warn_if_one_class"]
 
 
 class NystroemSVC(ClassifierMixin, NystroemBase):
@@ -329,6 +331,8 @@ def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=Non
             f"class {weightless.tolist()[0]!r} has zero total weight (sample_weight x class_weight); "
             "every class in y needs a positive weight somewhere"
         )
+    check_cost_scale(float(class_cost.max()), float(mass.sum()) if sw is not None else float(X_rb.n_rows),
+                     "the sum of sample_weight" if sw is not None else "its number of rows")
     positives = [1] if classes.size == 2 else list(range(classes.size))
     calib = []
 
@@ -351,4 +355,30 @@ def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=Non
     if calib:
         est.probA_, est.probB_ = calib[0].probA, calib[0].probB
         est.solver_stats_["calibration"] = calib[0].stats
+    warn_if_one_class(est)
     return est
+
+
+def warn_if_one_class(est: NystroemSVC) -> None:
+    """A :class:`~dsvm.exceptions.OneClassFitWarning` when a fitted binary classifier predicts one class for
+    every training row of positive weight.
+
+    The counts come from the solver's last pass at the solution (``solver_stats_["problems"][0]
+    ["train_positive"]``): no pass of its own.  Checked for two classes, where the sign of the one
+    problem's margin is the prediction (one-vs-rest predictions need every problem's margins at once),
+    and where that pass was made (Newton and TRON solves).
+    """
+    counted = est.solver_stats_["problems"][0].get("train_positive") if len(est.classes_) == 2 else None
+    if counted is None:
+        return
+    n, positive = counted
+    if n == 0 or 0 < positive < n:
+        return
+    label = est.classes_[1 if positive else 0]
+    label = label.item() if hasattr(label, "item") else label
+    warnings.warn(
+        f"the fitted model predicts class {label!r} for all {n} training rows: it has learnt only which class is "
+        f"more frequent. Likely causes: columns on very different scales (pass scale='standard'), a gamma far from "
+        f"the data's scale (gamma_={est.gamma_:.3g}), or too small a C (C={est.C:g})",
+        OneClassFitWarning, stacklevel=3,
+    )

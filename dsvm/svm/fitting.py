@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..approx import (
     Landmarks,
+    check_dense_landmarks,
     clip_n_components,
     default_eig_rtol,
     dense_rows,
@@ -95,8 +96,14 @@ def _plain_label(label):
     return label.item() if hasattr(label, "item") else label
 
 
-def problem_stats(res, label) -> dict:
-    """What ``solver_stats_["problems"]`` records of one solve."""
+def problem_stats(res, label, op=None) -> dict:
+    """What ``solver_stats_["problems"]`` records of one solve.
+
+    ``train_positive``: ``[rows of positive cost, those predicted positive]`` at the solution, as the
+    solver's last pass over ``op`` counted them (no pass of its own); None where no pass was made there.
+    """
+    counted = getattr(op, "predicted_positive", None)
+    counted = counted(res.x) if counted is not None else None
     return {
         "class": _plain_label(label),
         "method": res.method,
@@ -106,6 +113,7 @@ def problem_stats(res, label) -> dict:
         "converged": res.converged,
         "stop_reason": res.stop_reason,
         "grad_norm_rel": res.grad_norm / res.grad_norm0,
+        "train_positive": None if counted is None else [int(counted[0]), int(counted[1])],
         "history": res.history,
     }
 
@@ -115,7 +123,9 @@ def _feature_map(est, X_rb: RowBlocks, stage1=None):
 
     ``stage1(spec, k)`` selects the landmarks of ``landmarks="active"``.
     """
-    gamma = gamma_for(est.gamma, X_rb, est.n_features_in_)
+    # a fit on the user's columns as they are: say so when their scales are orders of magnitude apart
+    gamma = gamma_for(est.gamma, X_rb, est.n_features_in_, warn_scales=getattr(est, "scale", None) is None,
+                      stacklevel=6)
     spec = make_kernel_spec(est.kernel, gamma, est.degree, est.coef0)
     k = clip_n_components(int(est.n_components), X_rb.n_rows, stacklevel=5)
     t0 = time.perf_counter()
@@ -209,7 +219,7 @@ def fit_problems(
                              on_state=on_state, warm_op=warm_op, x0=x0, initial=initial, g_ref=g_ref)
             warn_if_not_converged(res, est.tol, prefix)
             done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
-                         "stats": {k: v for k, v in problem_stats(res, label).items() if k != "class"}})
+                         "stats": {k: v for k, v in problem_stats(res, label, op).items() if k != "class"}})
             if ckpt is not None:
                 ckpt.save(fmap, lm_indices, gamma, done, j + 1, None)
         kind = store.kind
@@ -272,6 +282,7 @@ def _active_landmarks(est, X_rb, checked, aligned, n_problems, make_operator, sp
     the rows and one to fetch them.
     """
     k0 = max(min(k, 32), k // 4)
+    check_dense_landmarks(2 * (2 * k + 64), X_rb.n_cols, k)  # the rows drawn below are held dense
     lm0 = select_landmarks(X_rb, k0, "uniform", est.random_state)
     fmap0 = fit_feature_map(lm0.components, spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol)
     seed = resolve_seed(est.random_state)

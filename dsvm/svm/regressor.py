@@ -13,6 +13,7 @@ from ..problems import SquaredEpsilonOperator
 from ..signals import sigterm_cleanup
 from .base import (
     NystroemBase,
+    check_cost_scale,
     check_dataset_input,
     check_params,
     model_decisions,
@@ -128,8 +129,10 @@ class NystroemSVR(RegressorMixin, NystroemBase):
             targets = targets.map_blocks(as_float_block, None, np.float64)
             if targets.map_reduce(finite_targets_block)[0] > 0:
                 raise ValueError("y contains NaN or infinity")
-        if sw is not None and check_sample_weight_blocks(sw)[0] <= 0:
+        total = float(check_sample_weight_blocks(sw)[0]) if sw is not None else float(X_rb.n_rows)
+        if sw is not None and total <= 0:
             raise ValueError("sample_weight is zero for every row; at least one row needs a positive weight")
+        check_cost_scale(self.C, total, "the sum of sample_weight" if sw is not None else "its number of rows")
 
         def make_operator(F, aligned, j):
             return SquaredEpsilonOperator(F, aligned[0], self.C, self.epsilon, aligned[1], self.fit_intercept)

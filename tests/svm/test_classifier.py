@@ -1,6 +1,7 @@
 """NystroemSVC: API, label handling, input types, bad input."""
 
 import pickle
+import warnings
 
 import dask.array as da
 import numpy as np
@@ -312,3 +313,101 @@ def test_explicit_block_rows_is_kept():
     assert X_rb.chunks == (20_000,)  # one block: the fit runs on one thread
     X_rb = prepare_fit_input(NystroemSVC(), X, y, None, lambda v: v).X
     assert X_rb.n_blocks > 1  # the default size is split so that every core gets blocks
+
+
+# ---------------------------------------------------------------- non-finite problems and useless fits (issue 25)
+@pytest.mark.parametrize("params, match", [
+    ({"C": 1e300}, r"C=1e\+300 is too large"),
+    ({"C": 1e31}, r"C=1e\+31 is too large: beyond C=1e\+30 .* float32 features \(dtype='float64' allows"),
+    ({"C": 1e160, "dtype": "float64"}, r"C=1e\+160 is too large"),
+    ({"gamma": 1e300}, r"gamma=1e\+300 is beyond the largest float32 number"),
+    ({"kernel": "poly", "coef0": -1e39}, r"coef0=-1e\+39 is beyond the largest float32 number"),
+])
+def test_parameters_that_cannot_give_a_finite_problem_are_refused(circles, params, match):
+    """Before: accepted; the solver stopped "after 0 iterations with |g|/|g0| = nan" and the model was kept."""
+    X, y = circles
+    with pytest.raises(ValueError, match=match):
+        NystroemSVC(n_components=20, **params).fit(X, y)
+
+
+def test_costs_whose_loss_cannot_be_squared_are_refused_with_the_weights_named(circles):
+    from dsvm import NystroemSVR
+
+    X, y = circles
+    w = np.full(len(y), 1e130)
+    with pytest.raises(ValueError, match=r"rows' total weight \(6e\+132, the sum of sample_weight\)"):
+        NystroemSVC(n_components=20, C=1e20, dtype="float64").fit(X, y, sample_weight=w)
+    with pytest.raises(ValueError, match=r"class weight \(1e\+149\) times the rows' total weight \(600, its number"):
+        NystroemSVC(n_components=20, C=1e19, dtype="float64", class_weight={1: 1e130}).fit(X, y)
+    with pytest.raises(ValueError, match=r"C times the class weight \(1e\+149\).*\(600, its number of rows\)"):
+        NystroemSVR(n_components=20, C=1e149, dtype="float64").fit(X, y.astype(float))
+
+
+@pytest.mark.parametrize("dask_input", [False, True])
+def test_a_kernel_that_overflows_is_an_error_not_a_model(circles, dask_input):
+    """A poly kernel on |x| ~ 1e13 overflows float32: the fit "converged" on NaN and kept a model."""
+    from dsvm.exceptions import NonFiniteError
+
+    X, y = circles
+    X = X * 1e13
+    X_in = da.from_array(X, chunks=150) if dask_input else X
+    with pytest.raises(NonFiniteError, match=r"the features of row \d+ hold NaN or infinity .* poly kernel "
+                                             r"\(gamma=1, coef0=0, degree=3\) overflows float32 .*dtype='float64'"):
+        NystroemSVC(kernel="poly", gamma=1.0, n_components=30, random_state=0).fit(X_in, y)
+    # what the message suggests works
+    assert NystroemSVC(kernel="poly", gamma=1.0, n_components=30, random_state=0, dtype="float64").fit(X, y)
+
+
+@pytest.mark.parametrize("dask_input", [False, True])
+def test_decision_values_that_overflow_at_predict_are_an_error_not_a_class(circles, dask_input):
+    """Before: NaN decisions were labelled as the first class."""
+    from dsvm.exceptions import NonFiniteError
+
+    X, y = circles
+    clf = NystroemSVC(kernel="poly", gamma=1.0, n_components=30, random_state=0).fit(X, y)
+    far = X[:20].copy()
+    far[13] *= 1e13
+    far_in = da.from_array(far, chunks=7) if dask_input else far
+    for method in (clf.predict, clf.decision_function):
+        with pytest.raises(NonFiniteError, match="the features of row 13 hold NaN or infinity"):
+            np.asarray(method(far_in))
+
+
+def _mixed_scales(n=1500, seed=0):
+    """Tabular columns as a user has them: z-scores, amounts around 1000 ± 250, ratios in [0, 1]; the label
+    depends on the z-scores and ratios only."""
+    rng = np.random.default_rng(seed)
+    z, amounts, ratios = rng.normal(size=(n, 10)), 1000 + 250 * rng.normal(size=(n, 10)), rng.uniform(size=(n, 10))
+    y = (z[:, :3].sum(axis=1) + 2 * (ratios[:, 0] - 0.5) > 0.8).astype(int)
+    return np.hstack([z, amounts, ratios]), y
+
+
+def test_a_fit_on_mixed_scale_columns_warns_unless_scale_is_chosen():
+    from dsvm.exceptions import MixedScalesWarning
+
+    X, y = _mixed_scales()
+    with pytest.warns(MixedScalesWarning, match=r"orders of magnitude apart.*scale='standard'"):
+        NystroemSVC(n_components=50, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixedScalesWarning)
+        scaled = NystroemSVC(n_components=50, random_state=0, scale="standard").fit(X, y)
+        NystroemSVC(n_components=50, random_state=0, gamma=0.1).fit(X[:300], y[:300])  # no gamma pass, no check
+    assert scaled.score(X, y) > 0.85
+
+
+def test_a_fit_predicting_one_class_for_every_training_row_warns():
+    """Issue 25 item 5: a model predicting the majority class for every row, silently."""
+    from dsvm.exceptions import OneClassFitWarning
+
+    X, y = _mixed_scales()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with pytest.warns(OneClassFitWarning, match=r"predicts class 0 for all 1500 training rows.*C=1e-06"):
+            clf = NystroemSVC(n_components=50, random_state=0, C=1e-6, scale="standard").fit(X, y)
+        assert np.all(clf.predict(X) == 0) and clf.solver_stats_["problems"][0]["train_positive"] == [1500, 0]
+        for solver in ("newton", "tron"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", OneClassFitWarning)
+                clf = NystroemSVC(n_components=50, random_state=0, scale="standard", solver=solver).fit(X, y)
+            n, positive = clf.solver_stats_["problems"][0]["train_positive"]
+            assert n == 1500 and positive == int(np.sum(clf.predict(X) == 1))
