@@ -40,6 +40,16 @@ from typing import Any
 
 from ..config import get as config_get
 from ..exceptions import ClusterSpecError, SchedulerUnreachableError
+from ..user_files import read_user_file
+from .cluster_lifecycle import (
+    NOISY_LOGGERS,
+    check_local_sizes,
+    close_quietly,
+    job_failures,
+    local_cluster_options,
+    quiet_workers,
+    wait_for_workers,
+)
 from .cluster_schema import SCHEMAS, check_adapt, check_kwargs
 from .yaml_files import read_yaml_file
 
@@ -62,7 +72,8 @@ SPEC_KEYS = {"version", "module", "class", "args", "kwargs", "scale", "adapt", "
 
 __all__ = ["ClusterSpecError", "SchedulerUnreachableError", "connect", "load_cluster_spec", "validate_cluster_spec",
            "make_cluster", "local_listeners", "scheduler_file_address", "check_scheduler_reachable",
-           "connect_from_args", "NOISY_LOGGERS", "quiet_noisy_loggers"]
+           "connect_from_args", "NOISY_LOGGERS", "quiet_noisy_loggers", "check_local_sizes", "local_cluster_options",
+           "quiet_workers", "close_quietly"]
 LOCALHOST = "127.0.0.1"
 JOBQUEUE_CLASSES = ALLOWED_MODULES["dask_jobqueue"]
 assert set().union(*ALLOWED_MODULES.values()) <= set(SCHEMAS)
@@ -257,14 +268,17 @@ DEFAULT_SCHEDULER_PORT = 8786
 FIRST_ATTEMPT_SECONDS = 1.0
 
 
+MAX_SCHEDULER_FILE_BYTES = 2**20  # a scheduler file is a few hundred bytes of JSON
+
+
 def scheduler_file_address(path: str | os.PathLike) -> str:
-    """The scheduler address written in a scheduler file (``dask scheduler --scheduler-file``)."""
+    """The scheduler address written in a scheduler file (``dask scheduler --scheduler-file``): a regular
+    file (a FIFO or a device is refused at once, :mod:`dsvm.user_files`) of at most 1 MiB."""
     try:
-        with open(path, encoding="utf-8") as f:
-            info = json.load(f)
+        info = json.loads(read_user_file(path, "scheduler file", SchedulerUnreachableError, MAX_SCHEDULER_FILE_BYTES))
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, "scheduler file not found", str(path)) from None
-    except (UnicodeDecodeError, ValueError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested without end
         raise SchedulerUnreachableError(f"scheduler file {path} is not a JSON scheduler file") from None
     address = info.get("address") if isinstance(info, dict) else None
     if not isinstance(address, str) or not address:
@@ -295,9 +309,13 @@ def _connect_failure(exc: BaseException) -> str:
 async def _handshake(address: str, timeout: float) -> None:
     """Connect to ``address`` and complete distributed's handshake (which has no timeout of its own)."""
     from distributed.comm import connect as comm_connect
+    from distributed.security import Security
+
+    # the client's TLS settings of dask.config (distributed.comm.tls.*), as the Client will use them
+    connection_args = Security().get_connection_args("client")
 
     async def attempt():
-        comm = await comm_connect(address, timeout=timeout)
+        comm = await comm_connect(address, timeout=timeout, **connection_args)
         await comm.close()
 
     await asyncio.wait_for(attempt(), timeout)
@@ -319,6 +337,10 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         host, port = parse_host_port(location, default_port=DEFAULT_SCHEDULER_PORT)
     except ValueError as exc:
         raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
+    if scheme == "tls" and not _client_tls_configured():
+        raise SchedulerUnreachableError(
+            f"the Dask scheduler at {address}{where} speaks TLS and this process has no certificate for it: set "
+            "distributed.comm.tls.ca-file, .client.cert and .client.key (DASK_DISTRIBUTED__COMM__TLS__CA_FILE, ...)")
     try:
         asyncio.get_running_loop()
         return
@@ -330,7 +352,7 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         # A plain socket first: distributed's connect retries a refused port until its timeout, and on a
         # loaded machine its first attempt may not even get to the refusal within ``first``.
         try:
-            socket.create_connection((host, port), timeout=first).close()
+            _probe(scheme, host, port, first)
         except (ConnectionRefusedError, socket.gaierror) as exc:
             raise _unreachable(address, where, exc, started) from None
         except OSError:  # no answer yet: the handshake below waits for it, up to ``timeout``
@@ -347,6 +369,28 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         asyncio.run(_handshake(address, timeout - first))
     except (OSError, asyncio.TimeoutError) as exc:
         raise _unreachable(address, where, exc, started) from None
+
+
+def _probe(scheme: str, host: str, port: int, timeout: float) -> None:
+    """Open and close a connection to ``host:port``; for ``tls`` with the TLS handshake done, so that the
+    scheduler does not log a failed handshake."""
+    sock = socket.create_connection((host, port), timeout=timeout)
+    try:
+        if scheme == "tls":
+            from distributed.security import Security
+
+            context = Security().get_connection_args("client")["ssl_context"]
+            sock = context.wrap_socket(sock, server_hostname=host)
+    finally:
+        sock.close()
+
+
+def _client_tls_configured() -> bool:
+    """Whether dask.config gives this process a client certificate and a CA (``distributed.comm.tls.*``)."""
+    from distributed.security import Security
+
+    tls = Security().get_tls_config_for_role("client")
+    return bool(tls.get("ca_file") and tls.get("cert"))
 
 
 def _unreachable(address: str, where: str, exc: BaseException, started: float) -> SchedulerUnreachableError:
@@ -380,65 +424,61 @@ def connect(
 
     Exactly one of ``cluster_spec``, ``scheduler_address`` or
     ``scheduler_file`` may be given; with none, the default local cluster is
-    started (``local`` overrides its keyword arguments).  Clusters started
-    here are closed on exit; attached schedulers are left running.
+    started (``local`` overrides its keyword arguments, checked by
+    :func:`check_local_sizes`).  Clusters started here are closed on exit,
+    quietly (:func:`close_quietly`); attached schedulers are left running.
     """
-    from distributed import Client
-
     given = [x is not None for x in (cluster_spec, scheduler_address, scheduler_file)]
     if sum(given) > 1:
         raise ValueError("give at most one of --cluster, --scheduler-address and --scheduler-file")
-    cluster = client = None
+    if scheduler_address is None and scheduler_file is None:
+        with _started_cluster(cluster_spec, local) as client:
+            yield client
+        return
     if scheduler_address is not None:
         client = _attach(scheduler_address)
         logger.info("attached to scheduler %s", scheduler_address)
-    elif scheduler_file is not None:
+    else:
         address = scheduler_file_address(scheduler_file)
         client = _attach(address, f" (from scheduler file {scheduler_file})")
         logger.info("attached to scheduler %s from %s", address, scheduler_file)
-    else:
-        import dask.config
-
-        with dask.config.set(worker_environment_config()):
-            if cluster_spec is None:
-                from distributed import LocalCluster
-
-                cluster = LocalCluster(**local_cluster_kwargs(**(local or {})))
-            else:
-                where = "cluster spec" if isinstance(cluster_spec, dict) else str(cluster_spec)
-                spec = cluster_spec if isinstance(cluster_spec, dict) else load_cluster_spec(cluster_spec)
-                spec = validate_cluster_spec(spec, where)
-                cluster = make_cluster(spec, where)
-        try:
-            client = Client(cluster)
-            n_wait = spec.get("wait_for_workers") if cluster_spec is not None else None
-            if n_wait:
-                timeout = spec.get("timeout", 300)
-                try:
-                    client.wait_for_workers(int(n_wait), timeout=timeout)
-                except TimeoutError:
-                    have = len(client.scheduler_info().get("workers", {}))
-                    raise ClusterSpecError(
-                        f"{where}: only {have} of {n_wait} workers joined within {timeout}s; check the queue "
-                        "(squeue / qstat / kubectl get pods) and the worker logs, or raise 'timeout'"
-                    ) from None
-        except BaseException:
-            if client is not None:
-                client.close()
-            cluster.close()
-            raise
     try:
-        link = getattr(client, "dashboard_link", None)
-        if cluster is not None and link:
-            logger.info("Dask dashboard: %s", link)
         yield client
     finally:
         client.close()
-        if cluster is not None:
-            cluster.close()
 
 
-NOISY_LOGGERS = ("distributed", "tornado", "asyncio", "bokeh")
+@contextlib.contextmanager
+def _started_cluster(cluster_spec: str | os.PathLike | dict | None, local: dict[str, Any] | None) -> Iterator[Any]:
+    """A client of a cluster started here (the default local one, or a spec's), waited for as the spec says."""
+    import dask.config
+    from distributed import Client, LocalCluster
+
+    spec: dict[str, Any] = {}
+    where = "cluster spec"
+    if cluster_spec is None:
+        local_kwargs = local_cluster_kwargs(**check_local_sizes(local or {}))
+    else:
+        where = "cluster spec" if isinstance(cluster_spec, dict) else str(cluster_spec)
+        spec = cluster_spec if isinstance(cluster_spec, dict) else load_cluster_spec(cluster_spec)
+        spec = validate_cluster_spec(spec, where)
+    # a batch system's refusal of a worker job is raised in the event loop: one line, kept for the wait
+    with job_failures(waiting=bool(spec.get("wait_for_workers"))) as failures:
+        with dask.config.set(worker_environment_config()):
+            cluster = LocalCluster(**local_kwargs) if cluster_spec is None else make_cluster(spec, where)
+        client = None
+        try:
+            client = Client(cluster)
+            if spec.get("wait_for_workers"):
+                wait_for_workers(client, cluster, int(spec["wait_for_workers"]), spec.get("timeout", 300), where,
+                                 failures, is_slurm=spec["class"] == "SLURMCluster")
+            link = getattr(client, "dashboard_link", None)
+            if link:
+                logger.info("Dask dashboard: %s", link)
+            yield client
+        finally:
+            failures.close_failed_jobs()
+            close_quietly(client, cluster)
 
 
 def quiet_noisy_loggers(level: int) -> None:
@@ -451,11 +491,7 @@ def connect_from_args(args) -> contextlib.AbstractContextManager:
     """:func:`connect` as the command line's cluster options say (``--cluster``, ``--scheduler-address``,
     ``--scheduler-file``, and ``--workers`` / ``--threads-per-worker`` / ``--memory-limit`` of the
     default local cluster)."""
-    local = {}
-    for option, key in (("workers", "n_workers"), ("threads_per_worker", "threads_per_worker"),
-                        ("memory_limit", "memory_limit")):
-        if getattr(args, option, None):
-            local[key] = getattr(args, option)
+    local = local_cluster_options(args)
     quiet_noisy_loggers(logging.getLogger().level)
     return connect(getattr(args, "cluster", None), getattr(args, "scheduler_address", None),
                    getattr(args, "scheduler_file", None), local=local)

@@ -9,6 +9,7 @@ import inspect
 import json
 import re
 import socket
+import subprocess
 import sys
 import textwrap
 import threading
@@ -571,3 +572,89 @@ def test_a_running_scheduler_is_attached_to(tmp_path, tiny_libsvm, scheduler_add
     assert main(["-q", "train", str(tiny_libsvm), "--model", str(tmp_path / "m.npz"), "-k", "2",
                  "--scheduler-address", scheduler_address]) == 0
     assert (tmp_path / "m.npz").exists()
+
+
+# --------------------------------------------------------------------------- sizes of the default local cluster
+
+@pytest.mark.parametrize("option, value", [
+    ("--threads-per-worker", "-1"),  # was distributed's "Nanny failed to start" traceback
+    ("--workers", "-1"),             # waited 60 s, then a traceback
+    ("--workers", "0"),              # was ignored: the default number of workers started
+    ("--memory-limit", "0"),         # was ignored: distributed takes 0 as no limit
+    ("--memory-limit", "0MiB"),
+    ("--memory-limit", "lots"),
+])
+def test_a_local_cluster_size_that_is_not_one_is_one_line_before_any_work(tmp_path, tiny_libsvm, capsys, option,
+                                                                          value):
+    line = _train_error(tmp_path, tiny_libsvm, capsys, option, value)
+    assert line.startswith(f"dsvm train: error: {option} {value}: give a "), line
+
+
+def test_local_cluster_sizes_given_with_another_cluster_are_refused(tmp_path, tiny_libsvm, capsys, closed_port):
+    """--workers and friends size the default local cluster only; with another cluster they were ignored."""
+    line = _train_error(tmp_path, tiny_libsvm, capsys, "--workers", "2", "--scheduler-address",
+                        f"tcp://127.0.0.1:{closed_port}")
+    assert "--workers sizes the default local cluster; --scheduler-address names a cluster" in line
+
+
+@pytest.mark.parametrize("local, match", [({"n_workers": 0}, "n_workers 0: give a whole number"),
+                                          ({"threads_per_worker": 1.5}, "threads_per_worker 1.5: give a whole"),
+                                          ({"memory_limit": 0}, "memory_limit 0: give a memory size")])
+def test_connect_checks_the_local_cluster_sizes(local, match):
+    with pytest.raises(ClusterSpecError, match=match):
+        with connect(local=local):
+            pass
+
+
+def test_good_local_cluster_sizes_are_used(tmp_path):
+    from dsvm.app.cluster import check_local_sizes
+
+    kwargs = {"n_workers": 1, "threads_per_worker": 2, "memory_limit": "1GiB"}
+    assert check_local_sizes(kwargs) == kwargs and check_local_sizes({"memory_limit": "auto"})
+    with connect(local=kwargs) as client:
+        (worker,) = client.scheduler_info()["workers"].values()
+    assert worker["nthreads"] == 2 and worker["memory_limit"] == 2**30
+
+
+# --------------------------------------------------------------------------- a quiet shutdown
+
+SHUTDOWN_SCRIPT = """
+import time
+from dsvm.app.cluster import connect
+
+def fast_heartbeats(dask_worker):
+    # a heartbeat every millisecond: one is on its way to the scheduler whenever it closes
+    callback = dask_worker.periodic_callbacks["heartbeat"]
+    beat = dask_worker.heartbeat
+
+    async def heartbeat():
+        await beat()
+        callback.callback_time = 1
+
+    callback.stop()
+    callback.callback = heartbeat
+    callback.callback_time = 1
+    callback.start()
+
+def busy(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+
+if __name__ == "__main__":
+    for _ in range(2):
+        with connect(local={"n_workers": 2, "threads_per_worker": 1}) as client:
+            client.run(fast_heartbeats)
+            futures = [client.submit(busy, 3, pure=False) for _ in range(4)]  # still running at the close
+            time.sleep(0.5)
+    print("done")
+"""
+
+
+def test_closing_a_started_cluster_prints_no_traceback(tmp_path):
+    """After a successful bench_scale run, a worker's heartbeat printed a CommClosedError traceback."""
+    script = tmp_path / "shutdown.py"
+    script.write_text(SHUTDOWN_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+    assert proc.stderr.strip() == "", proc.stderr[-3000:]
