@@ -16,11 +16,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dsvm"
 
 # unit -> units it may import (besides itself).  A unit is a sub-package or a root module.
 LEAF = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.config", "dsvm.blas", "dsvm.checks",
-        "dsvm.signals", "dsvm.lazy", "dsvm.user_files"}
+        "dsvm.signals", "dsvm.lazy", "dsvm.user_files", "dsvm.progress"}
 ALLOWED = {
     "dsvm.version": set(), "dsvm.options": set(), "dsvm.exceptions": set(),
     "dsvm.config": set(), "dsvm.blas": set(), "dsvm.checks": set(), "dsvm.signals": set(), "dsvm.lazy": set(),
-    "dsvm.user_files": set(),
+    "dsvm.user_files": set(), "dsvm.progress": set(),
     "dsvm.blocks": LEAF,
     "dsvm.io": LEAF | {"dsvm.blocks"},
     "dsvm.approx": LEAF | {"dsvm.blocks"},
@@ -42,7 +42,7 @@ DASK_CONFIG_ONLY = {"dsvm.config"}                           # may import dask.c
 OPTIONAL = ("matplotlib", "clarabel", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "sklearnex", "pyarrow", "pandas",
             "skl2onnx", "onnx", "onnxruntime", "dask_ml")
 # all app/cli.py may import at top level
-LIGHT_CLI = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.signals"}
+LIGHT_CLI = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.signals", "dsvm.progress"}
 ROWBLOCK_ATTRIBUTES = {"blocks", "array", "delayed_blocks", "block_futures", "split_blocks", "spill_to_zarr"}
 ROWBLOCK_CLASSES = {"InMemoryBlocks", "DaskBlocks"}
 LIBRARY_NAMES = {"dask", "da", "np", "numpy", "zarr"}  # dask.array, np.array: not RowBlocks attributes

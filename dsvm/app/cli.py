@@ -27,11 +27,13 @@ import os
 import select
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import ClusterSpecError, ModelFileError, NoWorkersError, PipelineError, UserError
 from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS, SCALINGS, SOLVERS
+from ..progress import progress_shown, show_progress
 from ..signals import sigterm_cleanup
 from ..version import __version__
 
@@ -134,6 +136,9 @@ def _common_options(defaults: bool) -> argparse.ArgumentParser:
                    **({"default": "INFO"} if defaults else kw))
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors",
                    **({"default": False} if defaults else kw))
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bars or progress lines (on by default; a bar on a terminal, a line per 10 %% "
+                        "of a long pass in a log)", **({"default": False} if defaults else kw))
     return p
 
 
@@ -182,7 +187,6 @@ def build_parser() -> argparse.ArgumentParser:
     dense.add_argument("--sparse", dest="dense", action="store_false", help="store X sparse (CSR row chunks)")
     p.add_argument("--chunk-rows", type=int, default=None, help="rows per stored chunk (default: about 64 MiB)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing dataset dsvm wrote")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars or progress lines")
 
     p = sub.add_parser("train", help="fit a model on a dataset and save it; or cross-validate it (--cv N)")
     p.add_argument("data", metavar="DATA",
@@ -280,6 +284,15 @@ def _setup_logging(args) -> None:
     import distributed  # noqa: F401  (its import sets its loggers' levels; override them after)
 
     quiet_noisy_loggers(level)
+    if not args.quiet and not args.no_progress:
+        show_progress()
+    warnings.showwarning = _warning_line
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """The command's ``warnings.showwarning``: a warning is one log line, its category and its text (Python's
+    own is two lines, the file and the source line of the code that warned, which say nothing to a user)."""
+    logger.warning("%s: %s", category.__name__, " ".join(str(message).split()))
 
 
 def _check_cluster_args(args) -> None:
@@ -478,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dsvm`` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    shown_before = progress_shown()
     _setup_logging(args)
     try:
         with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
@@ -501,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dsvm {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        show_progress(shown_before)  # main() called in-process leaves progress as it found it
 
 
 def _stdout_reader_gone() -> bool:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..exceptions import InputFileError, NotDsvmOutputError, UserError
+from ..user_files import check_user_path
 from .cluster import connect_from_args
 
 logger = logging.getLogger("dsvm.cli")
@@ -50,6 +51,7 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
     path = Path(args.data)
     if not path.exists():
         raise UserError(f"{args.data}: no such file or dataset")
+    check_user_path(path, "DATA file or dataset", UserError, expect="either")  # a FIFO would block the first read
     if path.is_dir():
         given = [f"--{name.replace('_', '-')}" for name in ("format", "labels", "label_column", "delimiter")
                  if getattr(args, name, None) is not None]
@@ -271,7 +273,7 @@ def train_command(args) -> int:
     if grid is not None:
         check_output_folder(cv_report_dir(args), "report folder", overwrite=args.overwrite)
     keep = kept_until_saved() if args.checkpoint else contextlib.nullcontext()
-    with connect_from_args(args), keep, input_dataset(args, "train", progress=not args.quiet) as ds:
+    with connect_from_args(args), keep, input_dataset(args, "train", progress=not (args.quiet or getattr(args, "no_progress", False))) as ds:
         if isinstance(class_weight, list):
             model.set_params(class_weight=class_weight_for(class_weight, ds.classes, args.data))
         t0 = time.perf_counter()
@@ -311,7 +313,7 @@ def evaluate_command(args) -> int:
 
     model = load_model(args.model)
     with connect_from_args(args), input_dataset(args, "input", like=model, like_name=f"the model {args.model}",
-                                                progress=not args.quiet) as ds:
+                                                progress=not (args.quiet or getattr(args, "no_progress", False))) as ds:
         result = evaluate(model, ds)
     result.update(fit_seconds=model.solver_stats_.get("fit_seconds"), k=int(model.components_.shape[0]), C=model.C,
                   gamma=model.gamma_, kernel=model.kernel, model=str(args.model), data=str(args.data))
@@ -362,7 +364,7 @@ def predict_command(args) -> int:
     if args.proba:
         _check_proba_model(model, args.model)
     with connect_from_args(args), input_dataset(args, "input", like=model, like_name=f"the model {args.model}",
-                                                labels_needed=False, progress=not args.quiet) as ds:
+                                                labels_needed=False, progress=not (args.quiet or getattr(args, "no_progress", False))) as ds:
         n = write_predictions(model, ds, args.out, decision=args.decision, proba=args.proba,
                               overwrite=args.overwrite)
     logger.info("wrote %d predictions to %s", n, args.out)

@@ -20,16 +20,19 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from dask.base import is_dask_collection
+from dask.callbacks import Callback
 from dask.core import flatten
 from distributed import default_client, futures_of
 
 from ..blas import single_threaded_blas
 from .interface import TREE_FANIN, RowBlocks, tree_sum
+from ..progress import PassProgress, pass_progress
 from .waiting import PinnedWorkerLost, TaskFootprint, gather
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DaskBlocks", "TaskFootprint", "compute", "active_client", "check_row_chunks", "shared_key", "LARGE_GRAPH"]
+__all__ = ["DaskBlocks", "TaskFootprint", "compute", "reduce_parts", "active_client", "check_row_chunks", "shared_key",
+           "LARGE_GRAPH"]
 
 
 def active_client():
@@ -112,7 +115,14 @@ def _submit_tree(client, combine, parts, last, workers=None):
     return parts[0]
 
 
-def _submit_reduction(client, fn, blocks, extra, shared, combine, holders):
+def _counted(progress: PassProgress | None, futures: list) -> None:
+    """Advance ``progress`` by one block as each of ``futures`` finishes (in distributed's callback thread)."""
+    if progress is not None:
+        for f in futures:
+            f.add_done_callback(lambda _f: progress.advance())
+
+
+def _submit_reduction(client, fn, blocks, extra, shared, combine, holders, progress=None):
     """Submit ``fn`` on every block and the reduction of the results; the future of the final result.
 
     With ``holders`` (one worker address per block) each block's task runs on
@@ -127,6 +137,7 @@ def _submit_reduction(client, fn, blocks, extra, shared, combine, holders):
         pin = {} if worker is None else {"workers": [worker], "allow_other_workers": False}
         parts.append(client.submit(fn, b, *[e[i] for e in extra], *shared, pure=False, priority=-i, **pin))
         groups.setdefault(worker, []).append(i)
+    _counted(progress, parts)
     if len(parts) == 1:
         return client.submit(combine, parts, pure=False)
     partial, last = [], []
@@ -234,12 +245,15 @@ class DaskBlocks(RowBlocks):
         holders = _holders(client, blocks)
         if holders is not None:
             try:
-                final = _submit_reduction(client, fn, blocks, extra, shared, combine, holders)
-                return gather(client, [final], footprint=self.footprint, pinned=set(holders))[0]
+                with pass_progress(len(blocks)) as progress:
+                    final = _submit_reduction(client, fn, blocks, extra, shared, combine, holders, progress)
+                    return gather(client, [final], footprint=self.footprint, pinned=set(holders),
+                                  progress=progress)[0]
             except PinnedWorkerLost as exc:
                 logger.warning("%s during a pass; running the pass again without pinning its tasks", exc)
-        final = _submit_reduction(client, fn, blocks, extra, shared, combine, None)
-        return gather(client, [final], footprint=self.footprint)[0]
+        with pass_progress(len(blocks)) as progress:
+            final = _submit_reduction(client, fn, blocks, extra, shared, combine, None, progress)
+            return gather(client, [final], footprint=self.footprint, progress=progress)[0]
 
     def map_reduce(self, fn, aligned=(), shared=(), combine=tree_sum):
         client = active_client()
@@ -252,13 +266,7 @@ class DaskBlocks(RowBlocks):
         shared_keys = [shared_key(s) for s in shared]
         call = dask.delayed(fn, pure=True)
         parts = [call(b, *[e[i] for e in extra], *shared_keys) for i, b in enumerate(blocks)]
-        add = dask.delayed(combine, pure=True)
-        if len(parts) == 1:
-            parts = [add(parts)]
-        while len(parts) > 1:
-            parts = [add(parts[i : i + TREE_FANIN]) for i in range(0, len(parts), TREE_FANIN)]
-        (result,) = compute(parts[0], footprint=self.footprint)
-        return result
+        return reduce_parts(parts, combine, self.footprint)
 
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
         args = [a.array if a is not None else None for a in aligned] + [shared_key(s) for s in shared]
@@ -346,7 +354,7 @@ class DaskBlocks(RowBlocks):
         ``wait=None`` on a cluster of one worker (see :meth:`RowBlocks.persist`)."""
         client = active_client()
         if client is None:
-            with single_threaded_blas():
+            with single_threaded_blas(), pass_progress(self.n_blocks) as progress, _TaskCounter(progress):
                 return DaskBlocks(self.array.persist(), self.footprint)
         with dask.config.set(LARGE_GRAPH):
             array = self.array.persist()
@@ -355,7 +363,10 @@ class DaskBlocks(RowBlocks):
             # (_map_reduce_futures), and one partial result per worker travels
             wait = len(client.nthreads()) > 1
         if wait:
-            gather(client, futures_of(array), results=False, footprint=self.footprint)
+            futures = futures_of(array)
+            with pass_progress(len(futures)) as progress:
+                gather(client, futures, results=False, footprint=self.footprint, progress=progress,
+                       on_done=None if progress is None else lambda _f: progress.advance())
         return DaskBlocks(array, self.footprint)
 
     def compute(self):
@@ -363,13 +374,59 @@ class DaskBlocks(RowBlocks):
         return result
 
 
-def compute(*collections, footprint: TaskFootprint | None = None):
+def compute(*collections, footprint: TaskFootprint | None = None, progress: PassProgress | None = None):
     """``dask.compute`` that, on a distributed cluster, fails clearly when no worker is left or
-    workers keep dying on a task (``footprint``: what a task needs, for that message)."""
+    workers keep dying on a task (``footprint``: what a task needs, for that message).
+
+    ``progress`` is kept alive while it waits; on the threaded scheduler it counts finished tasks.
+    """
     client = active_client()
     if client is None:
-        with single_threaded_blas():  # the threaded scheduler's threads share this process's BLAS
+        with single_threaded_blas(), _TaskCounter(progress):  # the scheduler's threads share this process's BLAS
             return dask.compute(*collections)
     with dask.config.set(LARGE_GRAPH):
         futures = client.compute(list(collections))
-    return tuple(gather(client, futures, footprint=footprint))
+    return tuple(gather(client, futures, footprint=footprint, progress=progress))
+
+
+def reduce_parts(parts: list, combine, footprint: TaskFootprint | None = None):
+    """Combine the delayed ``parts`` (one per block) in a tree of fan-in :data:`TREE_FANIN` and compute it.
+
+    The pass's progress counts the parts as they finish: on a cluster each part is
+    also asked for as an output (released again as soon as it is counted).
+    """
+    add = dask.delayed(combine, pure=True)
+    tree = [add(parts)] if len(parts) == 1 else parts
+    while len(tree) > 1:
+        tree = [add(tree[i : i + TREE_FANIN]) for i in range(0, len(tree), TREE_FANIN)]
+    client = active_client()
+    with pass_progress(len(parts)) as progress:
+        if client is None or progress is None:
+            (result,) = compute(tree[0], footprint=footprint, progress=progress)
+            return result
+        with dask.config.set(LARGE_GRAPH):
+            root, *counted = client.compute([tree[0], *parts])
+        for f in counted:
+            f.add_done_callback(lambda f: (progress.advance(), f.release()))
+        return gather(client, [root], footprint=footprint, progress=progress)[0]
+
+
+class _TaskCounter(Callback):
+    """Counts the threaded scheduler's finished tasks into a pass's progress (none: does nothing)."""
+
+    def __init__(self, progress: PassProgress | None):
+        super().__init__()
+        self.progress = progress
+
+    def __enter__(self):
+        return super().__enter__() if self.progress is not None else self
+
+    def __exit__(self, *args):
+        if self.progress is not None:
+            super().__exit__(*args)
+
+    def _start_state(self, dsk, state):
+        self.progress.set_total(sum(len(state[k]) for k in ("ready", "waiting", "running", "finished")))
+
+    def _posttask(self, key, result, dsk, state, worker_id):
+        self.progress.advance()

@@ -38,8 +38,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .dask_blocks import DaskBlocks, TaskFootprint, compute, shared_key
-from .interface import TREE_FANIN, RowBlocks, tree_sum
+from .dask_blocks import DaskBlocks, TaskFootprint, reduce_parts, shared_key
+from .interface import RowBlocks, tree_sum
 from .raw_files import aligned_empty, read_raw, thread_buffer, write_raw
 
 __all__ = ["BlockFile", "BlockReduction", "FileBlocks", "spill_blocks", "current_block_key", "STORED_DTYPES",
@@ -200,17 +200,6 @@ def _delayed_blocks(rb: RowBlocks | None, n: int):
     return rb.delayed_blocks()
 
 
-def _reduce(parts: list, combine: Callable, footprint: TaskFootprint | None):
-    """Sum the delayed ``parts`` in a tree of fan-in :data:`TREE_FANIN` and compute the sum."""
-    add = dask.delayed(combine, pure=True)
-    if len(parts) == 1:
-        parts = [add(parts)]
-    while len(parts) > 1:
-        parts = [add(parts[i : i + TREE_FANIN]) for i in range(0, len(parts), TREE_FANIN)]
-    (result,) = compute(parts[0], footprint=footprint)
-    return result
-
-
 class FileBlocks(RowBlocks):
     """Row blocks in raw files (see the module docstring); made by :func:`spill_blocks`."""
 
@@ -246,7 +235,7 @@ class FileBlocks(RowBlocks):
         shared_keys = [shared_key(s) for s in shared]
         call = dask.delayed(_read_and_apply, pure=True)
         parts = [call(f, fn, *[e[i] for e in extra], *shared_keys) for i, f in enumerate(self.files)]
-        return _reduce(parts, combine, self.footprint)
+        return reduce_parts(parts, combine, self.footprint)
 
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
         return self.as_dask().map_blocks(fn, n_cols, dtype, aligned, shared, with_offset)
@@ -304,7 +293,7 @@ def spill_blocks(X: RowBlocks, fn: Callable, n_cols: int, dtype, folder: str, *,
     parts = [task(b, f, int(offsets[i]) if with_offset else None, fn, shared_keys, then_fn,
                   [e[i] for e in then_extra], then_shared)
              for i, (b, f) in enumerate(zip(blocks, files))]
-    result = _reduce(parts, then.combine if then is not None else _nothing, X.footprint)
+    result = reduce_parts(parts, then.combine if then is not None else _nothing, X.footprint)
     return FileBlocks(files, X.footprint), result
 
 

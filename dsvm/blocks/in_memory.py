@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from ..blas import single_threaded_blas
 from .interface import RowBlocks, tree_sum
+from ..progress import pass_progress
 
 __all__ = ["InMemoryBlocks"]
 
@@ -30,11 +31,19 @@ def _thread_pool():
 
 
 def _run_blocks(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run block calls in parallel threads (BLAS single-threaded), results in order."""
-    with single_threaded_blas():
+    """Run block calls in parallel threads (BLAS single-threaded), results in order; the pass's progress
+    counts them (:func:`~dsvm.blocks.pass_progress`)."""
+    with single_threaded_blas(), pass_progress(len(calls)) as progress:
+        advance = progress.advance if progress is not None else lambda: None
         if len(calls) == 1 or (os.cpu_count() or 1) == 1 or threading.current_thread().name.startswith("dsvm-block"):
-            return [call() for call in calls]
+            results = []
+            for call in calls:
+                results.append(call())
+                advance()
+            return results
         futures = [_thread_pool().submit(call) for call in calls]
+        for f in futures:
+            f.add_done_callback(lambda _f: advance())
         return [f.result() for f in futures]
 
 

@@ -27,6 +27,7 @@ from distributed import KilledWorker, wait
 
 from .. import config
 from ..exceptions import NoWorkersError, WorkerMemoryError, WorkersPausedError, format_bytes
+from ..progress import PassProgress
 
 __all__ = ["gather", "TaskFootprint", "ClusterWatch", "PinnedWorkerLost", "scheduler_workers", "pause_fraction"]
 
@@ -175,6 +176,7 @@ def gather(
     footprint: TaskFootprint | None = None,
     pinned: set[str] | None = None,
     on_done: Callable | None = None,
+    progress: PassProgress | None = None,
 ):
     """Wait for ``futures`` and return their results (in order), never silently for ever.
 
@@ -193,6 +195,8 @@ def gather(
         Workers the tasks are pinned to (see :class:`ClusterWatch`).
     on_done : callable, optional
         Called with each future as it finishes (a progress bar).
+    progress : PassProgress, optional
+        Redrawn while it waits (a pass's bar: its rate, and a line after a long silence in a log).
 
     Raises
     ------
@@ -216,6 +220,8 @@ def gather(
                 pending = set(not_done)
         except TimeoutError:
             pass
+        if progress is not None:
+            progress.tick()
         if pending and time.monotonic() >= next_look:
             watch.look()
             next_look = time.monotonic() + POLL_SECONDS

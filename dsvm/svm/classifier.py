@@ -16,6 +16,7 @@ from ..blocks import aligned_vector, is_dask_array, lazy_result
 from ..checks import check_n_rows, resolve_seed
 from ..exceptions import OneClassFitWarning
 from ..problems import SquaredHingeOperator, labels_from_decision
+from ..progress import stage
 from ..signals import sigterm_cleanup
 from .base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, unpack_dataset
 from .block_tasks import correct_from_decision
@@ -320,7 +321,8 @@ def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=Non
     ``(w, b)`` vector per binary problem in that map's feature space, or None (the CV search's refit
     starts from its fold models, see :mod:`dsvm.model_selection`)."""
     t_start = time.perf_counter()
-    data = prepare_classification(est, X, y, sample_weight)
+    with stage("input checks"):
+        data = prepare_classification(est, X, y, sample_weight)
     X_rb, codes, classes, sw, checked = data.X, data.codes, data.classes, data.sample_weight, data.checked
     class_cost = est.C * class_weights(est.class_weight, classes, codes)
     # every class needs some weight, or its problem has nothing to fit

@@ -32,6 +32,7 @@ from ..blocks import RowBlocks, row_index_blocks
 from ..checks import resolve_seed
 from .. import config
 from ..problems import FeatureStore, active_row_sample, plan_feature_store
+from ..progress import stage
 from ..solvers import REGISTRY, SolverResult, pegasos_progress, resolve_hessian, solve
 from .checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
 from .opening import Opening, opening_size, subsample_opening
@@ -124,16 +125,18 @@ def _feature_map(est, X_rb: RowBlocks, stage1=None):
     ``stage1(spec, k)`` selects the landmarks of ``landmarks="active"``.
     """
     # a fit on the user's columns as they are: say so when their scales are orders of magnitude apart
-    gamma = gamma_for(est.gamma, X_rb, est.n_features_in_, warn_scales=getattr(est, "scale", None) is None,
-                      stacklevel=6)
+    with stage("column statistics"):
+        gamma = gamma_for(est.gamma, X_rb, est.n_features_in_, warn_scales=getattr(est, "scale", None) is None,
+                          stacklevel=6)
     spec = make_kernel_spec(est.kernel, gamma, est.degree, est.coef0)
     k = clip_n_components(int(est.n_components), X_rb.n_rows, stacklevel=5)
     t0 = time.perf_counter()
-    if est.landmarks == "active":
-        lm = stage1(spec, k)
-    else:
-        rtol = default_eig_rtol(est.dtype) if est.eig_rtol is None else float(est.eig_rtol)
-        lm = select_landmarks(X_rb, k, est.landmarks, est.random_state, est.kmeans_iter, spec=spec, rtol=rtol)
+    with stage(f"landmarks ({est.landmarks}, k={k})"):
+        if est.landmarks == "active":
+            lm = stage1(spec, k)
+        else:
+            rtol = default_eig_rtol(est.dtype) if est.eig_rtol is None else float(est.eig_rtol)
+            lm = select_landmarks(X_rb, k, est.landmarks, est.random_state, est.kmeans_iter, spec=spec, rtol=rtol)
     t_select = time.perf_counter() - t0
     fmap = fit_feature_map(lm.components, spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol,
                            method=lm.feature_map)
@@ -186,12 +189,15 @@ def fit_problems(
         if kind != "recompute":  # recomputed passes read X (and so the labels) again anyway
             aligned = [a.persist() if a is not None else None for a in aligned]
         if est.solver == "newton" and state is None and starts is None:
-            opening = _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind)
+            with stage("opening (a fit on a subsample)"):
+                opening = _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind)
             if opening is not None:
                 timing["opening"] = opening.stats
     t0 = time.perf_counter()
-    with FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked,
-                      then=None if opening is None else opening.reduction, plan=plan) as store:
+    with stage(f"features (n={X_rb.n_rows}, r={r})"):
+        store = FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked,
+                             then=None if opening is None else opening.reduction, plan=plan)
+    with store:
         features = store.features
         timing["feature_seconds"] = time.perf_counter() - t0
         opened = None if opening is None else opening.starts(store.then_result)
@@ -201,7 +207,8 @@ def fit_problems(
         for j, label in enumerate(labels):
             prefix = f"[class {_plain_label(label)!r}] " if len(labels) > 1 else ""
             if prepare_problem is not None:
-                prepare_problem(features, aligned, j, hessian, prefix)
+                with stage(f"{prefix}calibration"):
+                    prepare_problem(features, aligned, j, hessian, prefix)
             if j < len(done):  # solved before the interruption
                 continue
             op = make_operator(features, aligned, j)
@@ -215,8 +222,9 @@ def fit_problems(
             if opened is not None:
                 x0, (initial, g_ref) = opening.xs[j], opened[j]
                 timing["opening"].setdefault("first_gram_rows", []).append(initial.n_active)
-            res = solve_with(est, op, r + 1, hessian, label=prefix, resume=resume if j == first else None,
-                             on_state=on_state, warm_op=warm_op, x0=x0, initial=initial, g_ref=g_ref)
+            with stage(f"{prefix}{est.solver} solve"):
+                res = solve_with(est, op, r + 1, hessian, label=prefix, resume=resume if j == first else None,
+                                 on_state=on_state, warm_op=warm_op, x0=x0, initial=initial, g_ref=g_ref)
             warn_if_not_converged(res, est.tol, prefix)
             done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
                          "stats": {k: v for k, v in problem_stats(res, label, op).items() if k != "class"}})

@@ -10,6 +10,7 @@ from sklearn.base import RegressorMixin
 from ..blocks import aligned_vector, is_dask_array
 from ..checks import check_n_rows, check_positive
 from ..problems import SquaredEpsilonOperator
+from ..progress import stage
 from ..signals import sigterm_cleanup
 from .base import (
     NystroemBase,
@@ -122,7 +123,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         check_params(self)
         check_positive("epsilon", self.epsilon, allow_zero=True)
         t_start = time.perf_counter()
-        data = prepare_fit_input(self, X, y, sample_weight, _check_targets)
+        with stage("input checks"):
+            data = prepare_fit_input(self, X, y, sample_weight, _check_targets)
         X_rb, y, sw, checked = data.X, data.y, data.sample_weight, data.checked
         targets = aligned_vector(y, X_rb)
         if is_dask_array(y):
