@@ -38,6 +38,7 @@ _PUBLIC = {
     "DiskFullError": "dsvm.exceptions",
     "ModelFileError": "dsvm.exceptions",
     "NoWorkersError": "dsvm.exceptions",
+    "show_progress": "dsvm.progress",
 }
 _SUBPACKAGES = ("app", "approx", "blocks", "experiments", "io", "model_selection", "problems", "reference",
                 "solvers", "svm")
