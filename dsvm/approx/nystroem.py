@@ -362,6 +362,6 @@ def check_features(F: np.ndarray, X_block, fmap, offset: int = 0) -> None:
     where = (f"{_kernel_words(spec)} overflows {dtype.name} on it" if not all_finite(K)
              else f"the Nyström map turns its finite kernel values into NaN or infinity in {dtype.name}")
     raise NonFiniteError(
-        f"the features of row {row} hold NaN or infinity (the row's largest |value| is {size:.3g}): {where}; "
-        f"{_remedies(spec, dtype)}"
+        f"the features of row {row} hold NaN or infinity (the largest |value| of the row is {size:.3g}, of the "
+        f"landmarks {_largest(fmap.components):.3g}): {where}; {_remedies(spec, dtype)}"
     )

@@ -540,3 +540,69 @@ def test_a_broken_pipe_that_is_not_the_output_is_still_an_error(tmp_path):
     )
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "BrokenPipeError" in proc.stderr
+
+
+# ---------------------------------------------------------------- numerics (issue 25, items 3, 5 and 10)
+def _write_libsvm(path, X, y):
+    with open(path, "w") as f:
+        for xi, yi in zip(X, y):
+            f.write(f"{yi:+d} " + " ".join(f"{j + 1}:{v:.6g}" for j, v in enumerate(xi)) + "\n")
+    return path
+
+
+def test_problems_that_cannot_be_finite_are_one_line_errors_and_write_nothing(tmp_path, capsys):
+    """`-C 1e300` / `--gamma 1e300` were accepted and a model of NaN decisions saved, exit 0; a poly kernel
+    overflowing float32 at predict wrote `nan` decisions and labels, exit 0."""
+    X, y = make_circles_problem(n=300, seed=11)
+    train = _write_libsvm(tmp_path / "train.libsvm", X, y)
+    far = _write_libsvm(tmp_path / "far.libsvm", np.vstack([X[:25], X[25:30] * 1e13]), y[:30])
+    model = tmp_path / "m.npz"
+    poly = ("--kernel", "poly", "--gamma", 1, "-k", 20, "--workers", 1, "--threads-per-worker", 1)
+    for option, match in ((("-C", "1e300"), "C=1e+300 is too large"),
+                          (("--gamma", "1e300"), "gamma=1e+300 is beyond the largest float32 number")):
+        assert _run("train", train, "--model", model, *option, "-k", 20, "--workers", 1) == 1
+        assert match in _error_line(capsys) and not model.exists()
+    assert _run("train", far, "--model", model, *poly) == 1
+    line = _error_line(capsys)  # landmarks among the far rows make every row's kernel values overflow
+    assert re.search(r"the features of row \d+ hold NaN or infinity .* of the landmarks \d\.\d+e\+13\): the poly "
+                     r"kernel .* overflows float32", line), line
+    assert not model.exists()
+    assert _run("train", train, "--model", model, *poly) == 0
+    capsys.readouterr()
+    for out in ("dec.csv", "pred.npy"):
+        extra = ("--decision",) if out == "dec.csv" else ()
+        assert _run("predict", model, far, "--out", tmp_path / out, *extra, "--workers", 1) == 1
+        assert "the features of row 25 hold NaN or infinity" in _error_line(capsys, "predict")
+        assert not (tmp_path / out).exists()
+
+
+def test_a_huge_sparse_feature_index_is_refused_before_anything_is_allocated(tmp_path, capsys):
+    """One token `100000000:1` in a 6-row file made `train -k 5` allocate gigabytes, 10**12 failed with
+    "Unable to allocate 21.8 TiB" and 2**31 made the worker restart in a loop."""
+    rows = "1 1:1 3:2\n-1 2:1\n1 1:0.5 {index}:1\n-1 3:1\n1 1:1 2:1\n-1 2:2 3:1\n"
+    (tmp_path / "huge.libsvm").write_text(rows.format(index=10**12))
+    assert _run("train", tmp_path / "huge.libsvm", "--model", tmp_path / "m.npz", "-k", 5, "--workers", 1) == 1
+    assert "huge.libsvm:3: feature index 1000000000000 is too large" in _error_line(capsys)
+    (tmp_path / "wide.libsvm").write_text(rows.format(index=2**31 - 2))
+    assert _run("train", tmp_path / "wide.libsvm", "--model", tmp_path / "m.npz", "-k", 5, "--workers", 1) == 1
+    line = _error_line(capsys)
+    assert "k=5 landmarks are dense rows of all n_features=2147483646 columns" in line and "fewer landmarks" in line
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_warnings_are_one_line_each_on_stderr(tmp_path):
+    """Python printed a warning as two lines (the file and line of dsvm's code, then that source line); the
+    mixed-scale and one-class warnings of a fit are one line each, named by their category."""
+    from helpers import run_dsvm
+
+    rng = np.random.default_rng(0)
+    X = np.hstack([rng.normal(size=(600, 3)), 1000 + 250 * rng.normal(size=(600, 3)), rng.uniform(size=(600, 3))])
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    np.savetxt(tmp_path / "mixed.csv", np.column_stack([y, X]), delimiter=",", fmt="%.6g")
+    proc = run_dsvm("train", "mixed.csv", "--model", "m.npz", "-k", "30", "-C", "1e-6", "--workers", "1",
+                    "--threads-per-worker", "1", cwd=tmp_path, check=True)
+    lines = proc.stderr.splitlines()
+    assert lines and all(re.match(r"\d\d:\d\d:\d\d WARNING ", line) for line in lines), lines
+    mixed = [line for line in lines if "MixedScalesWarning: the columns of X have standard deviations" in line]
+    one_class = [line for line in lines if "OneClassFitWarning: the fitted model predicts class 0" in line]
+    assert len(mixed) == 1 and len(one_class) == 1 and "--scale standard" in mixed[0]

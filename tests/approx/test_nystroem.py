@@ -215,8 +215,9 @@ def test_check_features_names_the_row_and_whether_the_kernel_or_the_map_overflow
     X[17] *= 1e13  # (1e26)³ overflows float32
     with np.errstate(all="ignore"):
         F = fmap.transform_block(X)
-    with pytest.raises(NonFiniteError, match=r"features of row 117 hold NaN or infinity \(the row's largest \|value\| "
-                                             r"is \d\.\d+e\+13\): the poly kernel .* overflows float32 on it"):
+    with pytest.raises(NonFiniteError, match=r"features of row 117 hold NaN or infinity \(the largest \|value\| of the "
+                                             r"row is \d\.\d+e\+13, of the landmarks \d\.\d+\): the poly kernel .* "
+                                             r"overflows float32 on it"):
         check_features(F, X, fmap, offset=100)
     check_features(F[:17], X[:17], fmap)  # the rows before are fine
     # RBF kernel values (within [0, 1]) and a crafted map whose first feature sums them times 3e38
