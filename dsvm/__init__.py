@@ -10,8 +10,12 @@ ARCHITECTURE.md): ``dsvm.blocks``, ``dsvm.approx``, ``dsvm.problems``,
 
 import importlib
 
-from . import config  # noqa: F401  (registers the dsvm.* defaults in dask.config)
-from .version import __version__
+from .lazy import defer_sparse_chunk_type
+
+defer_sparse_chunk_type()  # before anything imports dask.array: no pydata sparse and numba (dsvm.lazy)
+
+from . import config  # noqa: E402, F401  (registers the dsvm.* defaults in dask.config)
+from .version import __version__  # noqa: E402
 
 # public name -> the sub-package that exports it
 _PUBLIC = {

@@ -42,7 +42,7 @@ DASK_CONFIG_ONLY = {"dsvm.config"}                           # may import dask.c
 OPTIONAL = ("matplotlib", "clarabel", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "sklearnex", "pyarrow", "pandas",
             "skl2onnx", "onnx", "onnxruntime", "dask_ml")
 # all app/cli.py may import at top level
-LIGHT_CLI = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.signals", "dsvm.progress"}
+LIGHT_CLI = {"dsvm.version", "dsvm.options", "dsvm.exceptions", "dsvm.signals", "dsvm.progress", "dsvm.lazy"}
 ROWBLOCK_ATTRIBUTES = {"blocks", "array", "delayed_blocks", "block_futures", "split_blocks", "spill_to_zarr"}
 ROWBLOCK_CLASSES = {"InMemoryBlocks", "DaskBlocks"}
 LIBRARY_NAMES = {"dask", "da", "np", "numpy", "zarr"}  # dask.array, np.array: not RowBlocks attributes
