@@ -42,6 +42,10 @@ _PUBLIC = {
     "DiskFullError": "dsvm.exceptions",
     "ModelFileError": "dsvm.exceptions",
     "NoWorkersError": "dsvm.exceptions",
+    "NonFiniteError": "dsvm.exceptions",
+    "DenseLandmarksError": "dsvm.exceptions",
+    "MixedScalesWarning": "dsvm.exceptions",
+    "OneClassFitWarning": "dsvm.exceptions",
     "show_progress": "dsvm.progress",
 }
 _SUBPACKAGES = ("app", "approx", "blocks", "experiments", "io", "model_selection", "problems", "reference",

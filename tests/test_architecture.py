@@ -25,7 +25,7 @@ ALLOWED = {
     "dsvm.io": LEAF | {"dsvm.blocks"},
     "dsvm.approx": LEAF | {"dsvm.blocks"},
     "dsvm.problems": LEAF | {"dsvm.blocks", "dsvm.approx"},
-    "dsvm.solvers": {"dsvm.blas", "dsvm.options", "dsvm.checks"},
+    "dsvm.solvers": {"dsvm.blas", "dsvm.options", "dsvm.checks", "dsvm.exceptions"},
     "dsvm.reference": LEAF | {"dsvm.approx"},
     "dsvm.svm": LEAF | {"dsvm.blocks", "dsvm.io", "dsvm.approx", "dsvm.problems", "dsvm.solvers"},
     "dsvm.model_selection": LEAF | {"dsvm.blocks", "dsvm.approx", "dsvm.problems", "dsvm.solvers", "dsvm.svm"},

@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 NAMES = ["NystroemSVC", "NystroemSVR", "NystroemSVCCV", "PegasosSVC", "KernelSpec", "kernel_matrix", "FeatureMap",
          "fit_feature_map", "save_model", "load_model", "CheckpointMismatchError", "Dataset", "InvalidDatasetError",
          "InputFileError", "DiskFullError", "ingest", "open_dataset", "write_dataset", "make_classification_zarr",
-         "ModelFileError", "NoWorkersError", "evaluate", "__version__"]
+         "ModelFileError", "NoWorkersError", "evaluate", "__version__", "NonFiniteError", "DenseLandmarksError",
+         "MixedScalesWarning", "OneClassFitWarning"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -205,6 +205,10 @@ class FeatureMap:
             self._ready_arrays = ready
         return ready
 
+    def kernel_block(self, X_block) -> np.ndarray:
+        """The kernel values ``K(X_block, components)`` in the features' dtype (what the features project)."""
+        return kernel_block(X_block, self._ready()[0])
+
     def transform_block(self, X_block, out: np.ndarray | None = None) -> np.ndarray:
         """Features of one row block (dense or CSR), shape ``(n_block, r)``.
 
@@ -358,7 +362,7 @@ def check_features(F: np.ndarray, X_block, fmap, offset: int = 0) -> None:
                              f"|value| is {size:.3g}); scale the features or use dtype='float64'")
     spec = fmap.spec
     with np.errstate(over="ignore", invalid="ignore"):
-        K = kernel_block(rows, fmap._ready()[0])
+        K = fmap.kernel_block(rows)
     where = (f"{_kernel_words(spec)} overflows {dtype.name} on it" if not all_finite(K)
              else f"the Nyström map turns its finite kernel values into NaN or infinity in {dtype.name}")
     raise NonFiniteError(
