@@ -19,6 +19,7 @@ from ..exceptions import DiskFullError, InputFileError, InvalidDatasetError, Mod
 from .archive import SUPPORTED_VERSION, MemberRules, meta_array, npz_problem, read_meta, read_npz, write_npz
 from .atomic import atomic_target, check_target, dataset_problem
 from .dataset import Dataset, open_dataset
+from .frames import check_numeric_columns
 from .ingestion import ingest
 from .layout import FORMAT_NAME, FORMAT_VERSION, to_json_scalar
 from .replace import (
@@ -40,6 +41,7 @@ from .writer import write_dataset
 
 __all__ = [
     "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr", "detect_format",
+    "check_numeric_columns",
     "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",

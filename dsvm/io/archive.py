@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ModelFileError
+from ..user_files import open_user_file
 from .replace import regular_file_problem, write_file
 
 __all__ = ["ModelFileError", "MemberRules", "read_npz", "write_npz", "meta_array", "npz_problem", "read_meta",
@@ -101,21 +101,14 @@ def npz_problem(path: Path, expected_format: str) -> str | None:
 
 
 def _open_regular(path: Path, kind: str):
-    """``path`` opened for reading, refused before any read unless it is a regular file."""
+    """``path`` opened for reading, refused before any read unless it is a regular file
+    (:func:`dsvm.user_files.open_user_file`: opening a FIFO does not wait for a writer)."""
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        return open_user_file(path, f"dsvm {kind} file", ModelFileError)
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such file") from None
     except OSError as exc:
         raise ModelFileError(f"{path}: cannot be opened ({exc.strerror})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, FIFO or socket)"
-        raise ModelFileError(f"{path}: {what}; a dsvm {kind} file is a regular .npz file")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
 
 
 def _kind(expected_format: str) -> str:

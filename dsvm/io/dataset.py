@@ -36,6 +36,8 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
+from ..user_files import check_user_path
+from .atomic import MAX_ZARR_JSON
 from .layout import (
     INT_LABEL_FILL,
     SPARSE_LAYOUT,
@@ -281,10 +283,26 @@ class ChunkReader:
         return sp.csr_matrix((data, indices, indptr), shape=(m, self.n_features)), (indptr, indices, data)
 
 
+def _check_metadata(path: str, *parts: str) -> None:
+    """A local node's ``zarr.json``, if there, must be a regular file of at most :data:`MAX_ZARR_JSON` bytes:
+    zarr reads it whole, and a FIFO would block that read for ever (:mod:`dsvm.user_files`)."""
+    if "://" in path:
+        return
+    meta = Path(path, *[part for part in parts if part], "zarr.json")
+    try:
+        size = os.stat(meta).st_size
+    except OSError:  # missing, or the node is not a folder: zarr names what is wrong
+        return
+    check_user_path(meta, "dataset's metadata file", InvalidDatasetError)
+    if size > MAX_ZARR_JSON:
+        raise InvalidDatasetError(f"{meta}: {size} bytes; a dataset's metadata file holds at most {MAX_ZARR_JSON}")
+
+
 def _open_group(path: str):
     p = Path(path)
     if "://" not in path and not p.exists():
         raise FileNotFoundError(f"no dataset at {path} (the path does not exist)")
+    _check_metadata(path)
     try:
         return zarr.open_group(path, mode="r")
     except Exception as exc:
@@ -294,6 +312,7 @@ def _open_group(path: str):
 
 
 def _member(group, path: str, name: str, kind: str):
+    _check_metadata(path, group.path, name)
     try:
         member = group[name]
     except KeyError:

@@ -19,18 +19,21 @@ as arrays.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import dask
 import numpy as np
 
+from ..exceptions import InputFileError
+from ..user_files import check_user_path
 from .labels import block_labels, storable_labels, with_class_names
 from .progress import ProgressBar, compute_tasks
 from .sources import RowSource, StagedSource, save_part
 
 __all__ = ["is_pandas_frame", "is_dask_frame", "TableColumns", "table_columns", "pandas_arrays",
-           "stage_dask_frame", "stage_parquet", "parquet_files", "PARQUET_SUFFIXES"]
+           "check_numeric_columns", "stage_dask_frame", "stage_parquet", "parquet_files", "PARQUET_SUFFIXES"]
 
 PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
 
@@ -56,6 +59,11 @@ class TableColumns:
 
     def __init__(self, columns: list, label_column, has_y: bool, where: str):
         columns = list(columns)
+        repeated = [(c, n) for c, n in Counter(columns).items() if n > 1]
+        if repeated:
+            name, n = repeated[0]
+            raise ValueError(f"{where}: {n} columns are named {name!r}; dsvm needs distinct column names (rename "
+                             "or drop the copies)")
         if has_y:
             if label_column is not None:
                 raise ValueError(f"{where}: give the labels either as y or as label_column, not both")
@@ -101,6 +109,13 @@ def _check_numeric_dtypes(dtypes: dict, where: str) -> None:
         name, dtype = bad[0]
         raise ValueError(f"{where}: column {name!r} holds {dtype} values; dsvm's features are numbers "
                          f"(bool, integer, float): encode it first (e.g. one-hot) or drop it")
+
+
+def check_numeric_columns(frame, where: str = "X") -> None:
+    """Refuse a pandas DataFrame with a column that does not hold numbers, naming the column, before any value
+    is converted (numpy's own error names a value, not its column); other input passes unchecked."""
+    if is_pandas_frame(frame):
+        _check_numeric_dtypes(dict(frame.dtypes.items()), where)
 
 
 def _first_missing(values: np.ndarray) -> tuple[int, int] | None:
@@ -198,14 +213,16 @@ def _pyarrow():
 
 
 def parquet_files(path: str) -> list[str]:
-    """A Parquet file, or the ``.parquet`` files of a folder (sorted by name)."""
+    """A Parquet file, or the ``.parquet`` files of a folder (sorted by name); each a regular file
+    (:mod:`dsvm.user_files`: a FIFO or a device is refused, not read)."""
+    check_user_path(path, "Parquet file", InputFileError, expect="either")
     if os.path.isdir(path):
-        files = sorted(str(p) for p in Path(path).iterdir() if p.suffix.lower() in PARQUET_SUFFIXES and p.is_file())
+        files = sorted(str(p) for p in Path(path).iterdir() if p.suffix.lower() in PARQUET_SUFFIXES and not p.is_dir())
         if not files:
             raise FileNotFoundError(f"{path}: a folder without .parquet files")
+        for f in files:
+            check_user_path(f, "Parquet file", InputFileError)
         return files
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} does not exist")
     return [path]
 
 

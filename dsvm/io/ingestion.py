@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputFileError, disk_full_names
+from ..user_files import check_user_path
 from .atomic import atomic_target, check_target
 from .csv_ingest import ingest_csv
 from .dataset import open_dataset
@@ -177,6 +178,8 @@ def _resolve_format(source, format, y) -> str:
             return "npy"
         return "array"
     if _is_path(source):
+        # a FIFO or a device is refused here, before anything opens it (see dsvm.user_files)
+        check_user_path(source, "data file", InputFileError, expect="either")
         if Path(source).suffix.lower() in PARQUET_SUFFIXES or os.path.isdir(source):
             return "parquet"
         return detect_format(source)
@@ -389,9 +392,7 @@ def ingest(
         else:
             if not _is_path(source):
                 raise TypeError(f"format {fmt!r} needs a file path, got {type(source).__name__}")
-            path = str(source)
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"{path} does not exist")
+            path = str(check_user_path(source, "data file", InputFileError))
             src_name = path
             if fmt == "libsvm":
                 rows, extra = _ingest_libsvm(

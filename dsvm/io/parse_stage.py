@@ -21,7 +21,7 @@ import dask
 
 from ..exceptions import InputFileError
 from .progress import ProgressBar, compute_tasks
-from .text import DEFAULT_BLOCK_BYTES, byte_ranges, compression, open_binary, stream_blocks
+from .text import DEFAULT_BLOCK_BYTES, byte_ranges, compression, open_binary, open_data_file, stream_blocks
 
 __all__ = ["parse_stage", "raise_first_error", "line_offsets", "block_bytes_for"]
 
@@ -58,7 +58,7 @@ def parse_stage(
     bar = ProgressBar(size, label=f"parse {name}", unit="B", enabled=progress)
     try:
         if compression(path) is None:
-            with open(path, "rb") as f:
+            with open_data_file(path) as f:
                 skipped = {"error": None, "part": None, "n_lines": f.read(start).count(b"\n"), "n_bytes": start}
             ranges = byte_ranges(size, block_bytes, start)
 

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import InputFileError
+from ..user_files import check_user_path
 from .label_text import label_texts
 
 __all__ = ["RowSource", "ArraySource", "NpySource", "StagedSource", "Part", "save_part", "label_dtype"]
@@ -95,8 +96,10 @@ class ArraySource(RowSource):
         return np.diff(self.X.indptr[bounds]).astype(np.int64) if self.sparse else None
 
 
-def _load_npy(path: str) -> np.ndarray:
-    """A memory map of an ``.npy`` file; :class:`InputFileError` for anything that is not a plain array."""
+def _load_npy(path: str, what: str = "data file") -> np.ndarray:
+    """A memory map of an ``.npy`` file; :class:`InputFileError` for anything that is not a plain array
+    in a regular file (opening a FIFO would wait for a writer)."""
+    check_user_path(path, what, InputFileError)
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
@@ -125,7 +128,7 @@ class NpySource(RowSource):
         where = "y"
         if isinstance(y, (str, Path)):
             self.y_path = where = str(y)
-            y_arr = _load_npy(self.y_path)
+            y_arr = _load_npy(self.y_path, "label file")
             self.y = None
         else:
             y_arr = self.y = np.asarray(y)

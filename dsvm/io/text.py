@@ -1,5 +1,7 @@
 """Reading text files in blocks of complete lines.
 
+* every open goes through :func:`open_data_file`: only a regular file is read
+  (a FIFO or a device is refused at once, see :mod:`dsvm.user_files`);
 * :func:`compression` recognises gzip, xz and bzip2 by their magic bytes (so
   the file name does not matter); :func:`open_binary` decompresses them as a
   stream, and a truncated or corrupted stream raises
@@ -10,7 +12,7 @@
   *start* inside it, so every line belongs to exactly one range;
 * compressed files are decompressed as a stream and cut into blocks at line
   boundaries (:func:`stream_blocks`), holding one block (plus a partial line)
-  at a time;
+  at a time, in time linear in the text (also for one very long line);
 * :func:`detect_format` guesses the format from the name, then from the first
   line.
 """
@@ -28,8 +30,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..exceptions import InputFileError
+from ..user_files import open_user_file
 
 __all__ = [
+    "open_data_file",
     "compression",
     "open_binary",
     "CompressedFile",
@@ -46,9 +50,15 @@ _COMPRESSED_SUFFIXES = (".gz", ".xz", ".lzma", ".bz2")
 _LIBSVM_LINE = re.compile(rb"^\s*[+-]?[\d.]+[eE0-9+-]*(\s+(qid:\S+|\d+:\S+))*\s*(#.*)?$")
 
 
+def open_data_file(path: str | os.PathLike) -> BinaryIO:
+    """A data file opened for reading bytes: only a regular file (a FIFO or a device is an
+    :class:`InputFileError` at once, see :mod:`dsvm.user_files`)."""
+    return open_user_file(path, "data file", InputFileError)
+
+
 def compression(path: str | os.PathLike) -> str | None:
     """``"gzip"``, ``"xz"``, ``"bz2"`` or ``None``, from the first bytes of the file."""
-    with open(path, "rb") as f:
+    with open_data_file(path) as f:
         head = f.read(6)
     for magic, name in _MAGIC.items():
         if head.startswith(magic):
@@ -70,7 +80,7 @@ class CompressedFile:
     def __init__(self, path: str | os.PathLike, kind: str):
         self.path = str(path)
         self.kind = kind
-        self.raw = open(path, "rb")
+        self.raw = open_data_file(path)
         self.stream = _OPENERS[kind](self.raw)
         self.position = 0  # decompressed bytes delivered so far
 
@@ -123,7 +133,7 @@ def open_binary(path: str | os.PathLike) -> BinaryIO | CompressedFile:
     kind = compression(path)
     if kind is not None:
         return CompressedFile(path, kind)
-    return open(path, "rb")
+    return open_data_file(path)
 
 
 def byte_ranges(size: int, block_bytes: int, start: int = 0) -> list[tuple[int, int]]:
@@ -135,7 +145,7 @@ def byte_ranges(size: int, block_bytes: int, start: int = 0) -> list[tuple[int, 
 
 def read_range(path: str, start: int, end: int, chunk: int = 1 << 20) -> bytes:
     """The complete lines that start in ``[start, end)`` of an uncompressed file."""
-    with open(path, "rb") as f:
+    with open_data_file(path) as f:
         if start > 0:
             f.seek(start - 1)
             data = f.read(end - start + 1)
@@ -161,21 +171,26 @@ def read_range(path: str, start: int, end: int, chunk: int = 1 << 20) -> bytes:
 
 
 def stream_blocks(stream: BinaryIO, block_bytes: int) -> Iterator[bytes]:
-    """Blocks of complete lines (about ``block_bytes`` each) from a byte stream."""
-    carry = b""
+    """Blocks of complete lines (about ``block_bytes`` each) from a byte stream.
+
+    A line longer than a block is gathered as a list of reads and joined once,
+    when its end arrives: joining the partial line to every read would copy it
+    once per read, quadratic in the line's length.
+    """
+    carry: list[bytes] = []  # the partial line so far: reads without a newline
     while True:
         data = stream.read(block_bytes)
         if not data:
             if carry:
-                yield carry
+                yield b"".join(carry)
             return
-        data = carry + data
         nl = data.rfind(b"\n")
         if nl < 0:
-            carry = data
+            carry.append(data)
             continue
-        carry = data[nl + 1 :]
-        yield data[: nl + 1]
+        carry.append(data[: nl + 1])
+        yield b"".join(carry)
+        carry = [data[nl + 1 :]] if nl + 1 < len(data) else []
 
 
 def _strip_compression_suffix(name: str) -> str:

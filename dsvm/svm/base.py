@@ -38,6 +38,7 @@ from ..blocks import (
     task_sized_blocks,
 )
 from ..checks import check_n_rows, check_positive, check_positive_int
+from ..io import check_numeric_columns
 from ..options import FEATURE_STORES, HESSIANS, LANDMARK_METHODS, SOLVERS
 from ..problems import decision_blocks
 from ..solvers import REGISTRY
@@ -318,6 +319,7 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
             check_n_rows(X.shape[0], sample_weight, "sample_weight")
             sw = aligned_vector(sample_weight, X_rb)
         return FitInput(X_rb, y, sw, False)
+    check_numeric_columns(X, "the DataFrame")  # numpy would name a value, not its column
     X, y = validate_data(est, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
     y = check_y(y)
     X_rb = as_row_blocks(X, *_block_layout(est, min(est.n_components, X.shape[0])))
@@ -353,6 +355,7 @@ def prediction_input(model, X) -> tuple[RowBlocks, bool]:
         return task_sized_blocks(X, model.components_.shape[0], chunk_bytes,
                                  itemsize=np.dtype(model.feature_map_.dtype).itemsize, fit=False,
                                  worker_modules=TASK_MODULES), False
+    check_numeric_columns(X, "the DataFrame")
     X = validate_data(model, X, accept_sparse="csr", dtype=[np.float64, np.float32], reset=False)
     return as_row_blocks(X, *_block_layout(model, model.coef_.shape[1])), True
 

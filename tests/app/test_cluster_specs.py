@@ -557,6 +557,23 @@ def test_a_scheduler_file_of_a_dead_scheduler_is_one_line(tmp_path, tiny_libsvm,
                                                           str(tmp_path / "sched.json"))
 
 
+def test_a_fifo_scheduler_file_or_spec_is_one_line_at_once(tmp_path, tiny_libsvm, capsys):
+    """Opening a FIFO waits for a writer: --scheduler-file and --cluster blocked for ever."""
+    import os
+
+    from helpers import call_near_fifos
+
+    fifo = tmp_path / "sched.json"
+    os.mkfifo(fifo)
+    lines = []
+    for option in ("--scheduler-file", "--cluster"):
+        assert call_near_fifos(lambda: lines.append(_train_error(tmp_path, tiny_libsvm, capsys, option, str(fifo))),
+                               fifo) is None
+    kind = "it is a FIFO (named pipe), not a regular file"
+    assert lines == [f"dsvm train: error: {fifo}: {kind}; a scheduler file must be a regular file",
+                     f"dsvm train: error: {fifo}: {kind}; a cluster spec file must be a regular file"]
+
+
 def test_a_server_that_never_answers_fails_after_the_connect_timeout(tmp_path, tiny_libsvm, capsys, silent_server):
     """distributed's handshake has no timeout of its own: this waited forever."""
     import dask

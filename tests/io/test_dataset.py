@@ -301,3 +301,30 @@ def test_ingest_and_read_on_local_cluster(tmp_path, local_cluster_client, proble
         labels = ds.y.compute()
     np.testing.assert_allclose(np.asarray(total).ravel(), X.sum(axis=0), rtol=1e-4, atol=1e-3)
     np.testing.assert_array_equal(labels, y)
+
+
+@pytest.mark.parametrize("node", ["", "y", "X", "X/indptr"])
+def test_a_metadata_fifo_is_refused_at_once(sparse_ds, node):
+    """zarr reads every node's zarr.json whole: a FIFO there blocked open_dataset for ever."""
+    import os
+
+    from helpers import call_near_fifos
+
+    meta = Path(sparse_ds.path, node, "zarr.json")
+    meta.unlink()
+    os.mkfifo(meta)
+    exc = call_near_fifos(lambda: open_dataset(sparse_ds.path), meta)
+    assert isinstance(exc, InvalidDatasetError), exc
+    assert str(exc) == (f"{meta}: it is a FIFO (named pipe), not a regular file; a dataset's metadata file must be "
+                        "a regular file")
+
+
+def test_metadata_is_read_with_a_bound(dense_ds):
+    import os
+
+    from dsvm.io.atomic import MAX_ZARR_JSON
+
+    meta = Path(dense_ds.path, "y", "zarr.json")
+    os.truncate(meta, MAX_ZARR_JSON + 1)  # sparse: no disk space used
+    with pytest.raises(InvalidDatasetError, match=rf"y/zarr\.json: {MAX_ZARR_JSON + 1} bytes; a dataset's metadata"):
+        open_dataset(dense_ds.path)

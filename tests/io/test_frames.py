@@ -151,6 +151,38 @@ def test_parquet_errors(tmp_path):
     assert not (tmp_path / "a.zarr").exists()
 
 
+def test_columns_of_the_same_name_are_one_line(tmp_path, capsys):
+    """A Parquet file with two columns named alike was a KeyError traceback."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from dsvm.app.cli import main
+
+    table = pa.Table.from_arrays([pa.array([1.0, 2.0, 3.0]), pa.array([4.0, 5.0, 6.0]), pa.array([0, 1, 0])],
+                                 names=["a", "a", "y"])
+    pq.write_table(table, tmp_path / "dup.parquet")
+    with pytest.raises(ValueError, match="dup.parquet: 2 columns are named 'a'; dsvm needs distinct column names"):
+        ingest(tmp_path / "dup.parquet", tmp_path / "a.zarr", label_column="y")
+    assert main(["-q", "ingest", str(tmp_path / "dup.parquet"), str(tmp_path / "a.zarr"), "--label-column", "y"]) == 1
+    assert capsys.readouterr().err.strip() == ("dsvm ingest: error: dup.parquet: 2 columns are named 'a'; dsvm needs "
+                                               "distinct column names (rename or drop the copies)")
+    frame = pd.DataFrame([[1.0, 2.0, 0], [3.0, 4.0, 1]], columns=["a", "a", "y"])
+    with pytest.raises(ValueError, match="the DataFrame: 2 columns are named 'a'"):
+        ingest(frame, tmp_path / "a.zarr", label_column="y")
+    assert not (tmp_path / "a.zarr").exists()
+
+
+def test_a_fifo_among_parquet_files_is_refused(tmp_path):
+    pytest.importorskip("pyarrow")
+    from dsvm.io import InputFileError
+
+    (tmp_path / "parts").mkdir()
+    _frame(10).to_parquet(tmp_path / "parts" / "a.parquet")
+    os.mkfifo(tmp_path / "parts" / "b.parquet")
+    with pytest.raises(InputFileError, match=r"b\.parquet: it is a FIFO \(named pipe\), not a regular file"):
+        ingest(tmp_path / "parts", tmp_path / "a.zarr", label_column="species")
+
+
 @pytest.mark.slow
 def test_a_frame_larger_than_a_worker_ingests_and_trains(tmp_path):
     """A Dask DataFrame of 3.2x a worker's memory limit (pandas memory) ingests and trains on a one-worker

@@ -395,3 +395,37 @@ def test_in_memory_input_errors(tmp_path):
 def test_public_names():
     for name in ("ingest", "open_dataset", "make_classification_zarr", "Dataset", "write_dataset"):
         assert hasattr(dsvm.io, name)
+
+
+# --------------------------------------------------------------------------- only regular files are read
+@pytest.mark.parametrize("name, fmt", [("x.csv", None), ("x.libsvm", None), ("x", None), ("x.csv.gz", None),
+                                       ("x.parquet", None), ("x.npy", None), ("x", "csv"), ("x", "libsvm")])
+def test_a_fifo_source_is_refused_at_once(tmp_path, name, fmt):
+    """A FIFO blocked the ingest for ever (the first read waits for a writer)."""
+    from helpers import call_near_fifos
+
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    y = tmp_path / "y.npy"
+    np.save(y, np.zeros(3))
+    exc = call_near_fifos(lambda: ingest(fifo, tmp_path / "t.zarr", format=fmt,
+                                         y=y if name.endswith(".npy") else None), fifo)
+    assert isinstance(exc, InputFileError), exc
+    assert str(exc).startswith(f"{fifo}: it is a FIFO (named pipe), not a regular file")
+    assert not (tmp_path / "t.zarr").exists()
+
+
+def test_a_fifo_label_file_is_refused_at_once(tmp_path):
+    from helpers import call_near_fifos
+
+    np.save(tmp_path / "X.npy", np.eye(3))
+    fifo = tmp_path / "y.npy"
+    os.mkfifo(fifo)
+    exc = call_near_fifos(lambda: ingest(tmp_path / "X.npy", tmp_path / "t.zarr", y=fifo), fifo)
+    assert isinstance(exc, InputFileError), exc
+    assert str(exc) == f"{fifo}: it is a FIFO (named pipe), not a regular file; a label file must be a regular file"
+
+
+def test_a_device_is_refused_not_read(tmp_path):
+    with pytest.raises(InputFileError, match="/dev/zero: it is a device, not a regular file"):
+        ingest("/dev/zero", tmp_path / "t.zarr", format="libsvm")
