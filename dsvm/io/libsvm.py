@@ -55,6 +55,7 @@ _NUMCHARS = np.zeros(256, dtype=bool)
 _NUMCHARS[[ord(c) for c in "0123456789+-.eE"]] = True
 
 _PAD = 16  # bytes of padding before the block, for the 16-byte digit loads
+_WIDE = 64  # number tokens longer than this are converted one by one (see _parse_general)
 _U64 = np.uint64
 _ZEROS = _U64(0x3030303030303030)
 _HI_NIBBLES = _U64(0xF0F0F0F0F0F0F0F0)
@@ -196,13 +197,29 @@ def _parse_decimal(buf: np.ndarray, u64: np.ndarray, start: np.ndarray, end: np.
 
 
 def _parse_general(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Numbers of any form via numpy's string conversion; raises ValueError if invalid."""
+    """Numbers of any form via numpy's string conversion; raises ValueError if invalid.
+
+    Tokens of up to :data:`_WIDE` characters are converted together (a bytes
+    matrix as wide as the widest); longer ones, which a writer printing every
+    digit produces (``1.000...0001``), one by one with ``float()``, after the
+    reference parser's pattern (:func:`check_line` reads them the same way).
+    """
     if start.size == 0:
         return np.zeros(0, dtype=np.float64)
     length = end - start
+    wide = length > _WIDE
+    if wide.any():
+        values = np.empty(start.size, dtype=np.float64)
+        values[~wide] = _parse_general(buf, start[~wide], end[~wide])
+        for k in np.flatnonzero(wide):
+            token = buf[start[k]:end[k]].tobytes()
+            if not _NUMBER_RE.fullmatch(token):
+                raise ValueError("invalid number")
+            values[k] = float(token)
+        return values
     width = int(length.max())
-    if width == 0 or width > 64:
-        raise ValueError("number token empty or too long")
+    if width == 0:
+        raise ValueError("number token empty")
     cols = np.arange(width)
     pos = start[:, None] + cols
     mat = buf[np.minimum(pos, buf.shape[0] - 1)]

@@ -291,3 +291,23 @@ def test_number_conversion_is_exact(tokens):
     expected = [float(t) for t in tokens]
     np.testing.assert_array_equal(block.y, expected)
     np.testing.assert_array_equal(block.data[::2], expected)
+
+
+def test_values_written_with_more_than_64_characters(tmp_path):
+    """Such a value was refused ("the fast parser rejected it but no line is malformed"); scikit-learn reads it."""
+    from sklearn.datasets import load_svmlight_file
+
+    from dsvm.io import ingest
+
+    long_one = "1." + "0" * 80 + "1"
+    text = f"+1 1:{long_one} 3:0.25\n-{long_one} 2:{'9' * 70} 3:-1e-3\n+1 2:{long_one}e-2\n"
+    block = parse_libsvm_block(text.encode(), dtype=np.float64)
+    path = tmp_path / "long.libsvm"
+    path.write_text(text)
+    X_ref, y_ref = load_svmlight_file(str(path), dtype=np.float64)
+    np.testing.assert_array_equal(block.data, X_ref.data)
+    np.testing.assert_array_equal(block.y, y_ref)
+    X, y = ingest(path, tmp_path / "d.zarr", dtype="float64").load()
+    np.testing.assert_array_equal(X.toarray() if sp.issparse(X) else X, X_ref.toarray())
+    with pytest.raises(LineError, match=r"line 2: cannot parse '2:9{70}x'"):
+        parse_libsvm_block(f"+1 1:0.5\n+1 2:{'9' * 70}x\n".encode())
