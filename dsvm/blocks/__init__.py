@@ -54,6 +54,7 @@ from .scratch import (
     mark_owner,
     read_owner,
     remove_leftover,
+    remove_temporary_folder,
     sweep_stale,
     temporary_folder,
 )
@@ -66,5 +67,5 @@ __all__ = [
     "probe_workers", "thread_buffer", "task_memory_budget", "task_sized_blocks", "task_bytes", "check_worker_memory", "WorkerMemory", "worker_memory",
     "available_memory", "describe_scheduler", "row_uniform", "row_hash",
     "OWNER_FILE", "Leftover", "claim_folder", "find_leftovers", "make_temporary_folder", "mark_owner", "read_owner",
-    "remove_leftover", "sweep_stale", "temporary_folder",
+    "remove_leftover", "remove_temporary_folder", "sweep_stale", "temporary_folder",
 ]

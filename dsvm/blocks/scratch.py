@@ -26,6 +26,7 @@ never removed.
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ import shutil
 import socket
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "OWNER_FILE", "make_temporary_folder", "temporary_folder", "claim_folder", "mark_owner", "read_owner",
-    "Leftover", "find_leftovers", "sweep_stale", "remove_leftover",
+    "Leftover", "find_leftovers", "sweep_stale", "remove_leftover", "remove_temporary_folder",
 ]
 
 OWNER_FILE = ".dsvm-owner.json"
@@ -144,12 +146,73 @@ def claim_folder(folder: str | os.PathLike, kind: str) -> None:
 
 @contextmanager
 def temporary_folder(base: str | os.PathLike | None, kind: str) -> Iterator[Path]:
-    """:func:`make_temporary_folder` (default ``base``: the system temporary folder), removed on exit."""
+    """:func:`make_temporary_folder` (default ``base``: the system temporary folder), removed on exit
+    (:func:`remove_temporary_folder`)."""
     folder = make_temporary_folder(base or tempfile.gettempdir(), kind)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_temporary_folder(folder)
+
+
+#: how often :func:`remove_temporary_folder` starts over when files keep appearing, and the pause between
+REMOVE_ATTEMPTS = 20
+REMOVE_PAUSE_SECONDS = 0.1
+
+
+def _remove_all_but(folder: Path, keep: str) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.name == keep:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:  # gone already, or busy: the next attempt sees it again
+                pass
+
+
+def remove_temporary_folder(folder: str | os.PathLike) -> bool:
+    """Remove a temporary folder of this process with its owner marker last; True when it is gone.
+
+    When a run stops (an error, Ctrl-C, SIGTERM), tasks already running on the
+    workers may still write files into its folders: distributed cannot stop a
+    running task.  (Workers never make a folder: they open files in an
+    existing one.)  ``shutil.rmtree`` lost that race: the marker went with the
+    rest, a worker wrote one more block, the folder stayed without a marker,
+    and nothing would ever remove it.  Here the marker goes last, and when the
+    folder is not empty after all it is written back and the removal starts
+    over; a folder still written into after :data:`REMOVE_ATTEMPTS` keeps its
+    marker, so the next run's sweep or ``dsvm clean`` removes it once this
+    process is gone.
+    """
+    folder = Path(folder)
+    marker = read_owner(folder)
+    for _ in range(REMOVE_ATTEMPTS):
+        _remove_all_but(folder, OWNER_FILE)
+        try:
+            Path(folder, OWNER_FILE).unlink(missing_ok=True)
+            folder.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                logger.warning("could not remove the temporary folder %s (%s)", folder, exc.strerror or exc)
+                break
+        if marker is not None:  # a file appeared after the marker went: keep the folder findable
+            Path(folder, OWNER_FILE).write_text(json.dumps(marker))
+        time.sleep(REMOVE_PAUSE_SECONDS)
+    if marker is not None and folder.is_dir() and read_owner(folder) is None:
+        Path(folder, OWNER_FILE).write_text(json.dumps(marker))
+    logger.warning("the temporary folder %s could not be removed (still written into); it keeps its owner marker, "
+                   "so the next run or `dsvm clean` removes it once this process is gone", folder)
+    return False
 
 
 @dataclass(frozen=True)

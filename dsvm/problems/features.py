@@ -11,14 +11,20 @@ evaluations) runs on each block while it is written, so it costs no read.
 from __future__ import annotations
 
 import logging
-import shutil
 from contextlib import ExitStack
 
 import numpy as np
 
 from .. import config
 from ..approx import check_features
-from ..blocks import BlockReduction, RowBlocks, cluster_memory, make_temporary_folder, spill_blocks
+from ..blocks import (
+    BlockReduction,
+    RowBlocks,
+    cluster_memory,
+    make_temporary_folder,
+    remove_temporary_folder,
+    spill_blocks,
+)
 from ..checks import check_finite_block
 from ..exceptions import disk_full_error, is_disk_full
 from ..options import FEATURE_STORES
@@ -192,8 +198,8 @@ class FeatureStore:
 
     def close(self) -> None:
         if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
-            logger.info("feature store: removed scratch %s", self.scratch)
+            if remove_temporary_folder(self.scratch):  # the marker last: running tasks may still write blocks
+                logger.info("feature store: removed scratch %s", self.scratch)
             self.scratch = None
         self._exit.close()
 

@@ -88,3 +88,66 @@ def test_the_staging_folder_of_a_write_killed_outright_is_removed_by_clean(tmp_p
     assert main(["-q", "clean", str(tmp_path)]) == 0
     assert list(tmp_path.iterdir()) == []
     assert f"removed  {staging}" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- removal while workers still write
+
+
+def _write_after_the_marker_goes(monkeypatch, folder, times):
+    """os.unlink as a worker's task would race it: right after the owner marker is removed, a block file
+    appears in the folder (``times`` times)."""
+    import numpy as np
+
+    from dsvm.blocks.raw_files import ALIGN, write_raw
+
+    real_unlink = os.unlink
+    written = []
+
+    def unlink(path, *args, **kwargs):
+        real_unlink(path, *args, **kwargs)
+        if os.path.basename(os.fsdecode(path)) == OWNER_FILE and len(written) < times:
+            written.append(folder / f"block-{len(written) + 1}.raw")
+            write_raw(str(written[-1]), np.zeros(ALIGN, np.uint8), direct=False)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    return written
+
+
+def test_a_folder_written_into_while_it_is_removed_is_removed_marker_last(tmp_path, monkeypatch):
+    """SIGTERM during a SLURM fit: a worker wrote a block after the client's removal had taken the marker, the
+    folder stayed (237 MB of block-*.raw) without a marker, and `dsvm clean` kept it ("no dsvm owner marker")."""
+    from dsvm.blocks import temporary_folder
+
+    with temporary_folder(tmp_path, "features") as folder:
+        (folder / "block-0.raw").write_bytes(b"x" * 4096)
+        written = _write_after_the_marker_goes(monkeypatch, folder, times=2)
+    assert not folder.exists(), f"left {sorted(os.listdir(folder))} with marker {read_owner(folder)}"
+    assert os.listdir(tmp_path) == [] and len(written) == 2
+
+
+def test_a_folder_still_written_into_keeps_its_marker_for_clean(tmp_path, monkeypatch, capsys):
+    import dsvm.blocks.scratch as scratch
+    from dsvm.blocks import remove_temporary_folder
+
+    monkeypatch.setattr(scratch, "REMOVE_ATTEMPTS", 3)
+    monkeypatch.setattr(scratch, "REMOVE_PAUSE_SECONDS", 0.0)
+    folder = make_temporary_folder(tmp_path, "features")
+    written = _write_after_the_marker_goes(monkeypatch, folder, times=10)
+    assert remove_temporary_folder(folder) is False and len(written) == 3
+    assert read_owner(folder)["pid"] == os.getpid()
+    monkeypatch.undo()
+    (item,) = find_leftovers(tmp_path)
+    assert item.path == folder and item.reason.endswith("is still running")
+
+
+def test_a_worker_never_makes_a_removed_folder_again(tmp_path):
+    import numpy as np
+
+    from dsvm.blocks import remove_temporary_folder
+    from dsvm.blocks.raw_files import ALIGN, write_raw
+
+    folder = make_temporary_folder(tmp_path, "features")
+    assert remove_temporary_folder(folder)
+    with pytest.raises(FileNotFoundError):
+        write_raw(str(folder / "block-7.raw"), np.zeros(ALIGN, np.uint8))
+    assert not folder.exists()

@@ -133,6 +133,36 @@ def test_sigterm_during_a_fit_removes_the_scratch_store(tmp_path, data, monkeypa
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_sigterm_while_a_worker_still_writes_a_block_removes_the_store(tmp_path, data, monkeypatch):
+    """SIGTERM during a SLURM fit left 237 MB of block-*.raw in a store a worker wrote into after the client's
+    removal had taken its owner marker; `dsvm clean` then kept it ("no dsvm owner marker")."""
+    import signal
+
+    from dsvm.blocks import OWNER_FILE
+    from dsvm.problems import SquaredHingeOperator
+    from dsvm.signals import Terminated
+
+    Xd, yd, X, y = data
+    real_unlink, late = os.unlink, []
+
+    def unlink(path, *args, **kwargs):  # a task still running on a worker writes its block just then
+        real_unlink(path, *args, **kwargs)
+        if os.path.basename(os.fsdecode(path)) == OWNER_FILE and not late:
+            late.append(_only_store(tmp_path) / "block-99.raw")
+            late[0].write_bytes(b"\0" * 4096)
+
+    def terminate(self, *args, **kwargs):
+        monkeypatch.setattr(os, "unlink", unlink)
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the fit")
+
+    monkeypatch.setattr(SquaredHingeOperator, "evaluate", terminate)
+    with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
+        with pytest.raises(Terminated):
+            NystroemSVC(n_components=30, feature_store="disk", random_state=0).fit(Xd, yd)
+    assert late and os.listdir(tmp_path) == []
+
+
 def test_disk_full_in_the_scratch_store(tmp_path, data, monkeypatch):
     import errno
 
