@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dsvm`` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    shown_before = progress_shown()
+    shown_before, show_warning = progress_shown(), warnings.showwarning
     _setup_logging(args)
     try:
         with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
@@ -516,7 +516,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dsvm {args.command}: interrupted", file=sys.stderr)
         return 130
     finally:
-        show_progress(shown_before)  # main() called in-process leaves progress as it found it
+        # main() called in-process leaves progress and the display of warnings as it found them
+        show_progress(shown_before)
+        warnings.showwarning = show_warning
 
 
 def _stdout_reader_gone() -> bool:
