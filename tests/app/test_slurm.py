@@ -201,7 +201,42 @@ def test_batch_script_with_slurm_runner(slurm, tmp_path):
     assert proc.returncode == 0, f"batch job failed ({proc.returncode}): {proc.stderr}\n{text[-4000:]}"
     job = proc.stdout.strip().split(";")[0]
     assert f"dsvm job {job}: 3 tasks" in text
-    assert re.search(r"attached to scheduler \S+ from \S+scheduler-\d+\.json", text), text[-2000:]
+    assert f"dsvm job {job}: security: TLS with temporary certificates made for this job" in text
+    assert re.search(r"attached to scheduler tls://\S+ from \S+scheduler-\d+\.json", text), text[-2000:]
+    assert re.search(r"dashboard bound to http://127\.0\.0\.1:\d+/status", text), text[-2000:]
+    assert "Traceback" not in text and "CommClosedError" not in text, text[-4000:]
+    assert not list(REPO.glob(f".dsvm-tls-{job}")), "the job's certificates outlived it"
     report = json.loads((out / "report.json").read_text())
     assert report["evaluation"]["accuracy"] >= 0.845
     assert not list(tmp_path.glob("scheduler-*.json")), "the scheduler file was not removed"
+
+
+def test_batch_script_says_at_once_when_slurm_cannot_run_the_job(slurm, tmp_path):
+    """`sbatch cluster/slurm-batch.sh` asking for more than a node has pended for ever without a hint."""
+    before = set(_job_ids_and_names(_run(["squeue", "-h", "-o", "%i %j"]).stdout))
+    proc = subprocess.run(["bash", "cluster/slurm-batch.sh", "--cpus-per-task=100000", f"--output={tmp_path}/x.out",
+                           "run", "pipelines/a9a.yaml"], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("SLURM_")})
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("slurm-batch.sh: error: SLURM cannot run this job as asked: "), line
+    assert set(_job_ids_and_names(_run(["squeue", "-h", "-o", "%i %j"]).stdout)) <= before
+
+
+def test_a_spec_asking_for_a_partition_that_does_not_exist_fails_at_once(slurm, tmp_path):
+    """`queue: gpu` on a SLURM without it: sbatch refused the job at once, dsvm printed two tornado tracebacks
+    and waited the whole timeout."""
+    import yaml
+
+    spec = yaml.safe_load(SPEC.read_text())
+    spec["kwargs"]["queue"] = "no-such-partition"
+    spec["kwargs"]["log_directory"] = str(tmp_path / "logs")
+    spec["timeout"] = 600
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "t.svm").write_text("+1 1:0.5 2:1\n-1 1:0.1 3:1\n+1 2:0.7\n-1 3:0.2\n")
+    proc = subprocess.run([sys.executable, "-m", "dsvm", "-q", "train", "t.svm", "--model", "m.npz", "--cluster",
+                           "spec.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("dsvm train: error: spec.yaml: sbatch refused the worker job: sbatch: error: "), line
+    assert "no-such-partition" in line or "partition" in line.lower(), line
