@@ -257,3 +257,12 @@ def call_near_fifos(fn, *fifos, timeout: float = 30):
                 break
         pytest.fail(f"{getattr(fn, '__name__', fn)} was still blocked after {timeout} s, waiting on a FIFO")
     return outcome.get("exc")
+
+
+def make_mixed_scales_problem(n=1500, seed=0):
+    """Tabular columns as a user has them: z-scores, amounts around 1000 ± 250, ratios in [0, 1]; the label
+    depends on the z-scores and ratios only."""
+    rng = np.random.default_rng(seed)
+    z, amounts, ratios = rng.normal(size=(n, 10)), 1000 + 250 * rng.normal(size=(n, 10)), rng.uniform(size=(n, 10))
+    y = (z[:, :3].sum(axis=1) + 2 * (ratios[:, 0] - 0.5) > 0.8).astype(int)
+    return np.hstack([z, amounts, ratios]), y

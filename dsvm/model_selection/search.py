@@ -428,7 +428,8 @@ solver_options, random_state, scale
             key = hashable(g)
             if key not in gamma_of:
                 check_params(clone(est).set_params(gamma=g))
-                gamma_of[key] = gamma_for(g, X_rb, self.n_features_in_)
+                # the search scales X_rb itself when scale= is set; otherwise mixed column scales warn, as in a fit
+                gamma_of[key] = gamma_for(g, X_rb, self.n_features_in_, warn_scales=est.scale is None, stacklevel=5)
             k = clip_n_components(int(cand.get("n_components", est.n_components)), n, stacklevel=4)
             plan[key][k].append((float(cand.get("C", est.C)), row))
         class_w = class_weights(est.class_weight, ctx.classes, ctx.codes)

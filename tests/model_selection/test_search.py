@@ -30,7 +30,7 @@ from dsvm.model_selection import (
 )
 from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import semismooth_newton
-from helpers import make_circles_problem
+from helpers import make_circles_problem, make_mixed_scales_problem
 
 
 def _linear_problem(n=400, classes=2, seed=0):
@@ -347,3 +347,15 @@ def test_search_and_probabilities_on_a_local_cluster(local_cluster_client, circl
         P = P.compute()
     np.testing.assert_allclose(remote.cv_results_["mean_test_score"], local.cv_results_["mean_test_score"], atol=1e-12)
     np.testing.assert_allclose(P, local.predict_proba(X), rtol=1e-5, atol=1e-7)
+
+
+def test_the_search_warns_on_mixed_column_scales_unless_it_scales():
+    from dsvm.exceptions import MixedScalesWarning
+
+    X, y = make_mixed_scales_problem(n=600)
+    grid = {"C": [1.0], "n_components": [30]}
+    with pytest.warns(MixedScalesWarning, match="orders of magnitude apart"):
+        NystroemSVCCV(param_grid=grid, cv=2, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixedScalesWarning)
+        NystroemSVCCV(param_grid=grid, cv=2, random_state=0, scale="standard").fit(X, y)

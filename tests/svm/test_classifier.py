@@ -13,7 +13,7 @@ from sklearn.svm import LinearSVC
 from dsvm import NystroemSVC
 
 from dsvm.svm import prepare_fit_input
-from helpers import make_circles_problem, sqhinge_objective_dense
+from helpers import make_circles_problem, make_mixed_scales_problem, sqhinge_objective_dense
 
 
 def _fit(X, y, **kw):
@@ -373,19 +373,10 @@ def test_decision_values_that_overflow_at_predict_are_an_error_not_a_class(circl
             np.asarray(method(far_in))
 
 
-def _mixed_scales(n=1500, seed=0):
-    """Tabular columns as a user has them: z-scores, amounts around 1000 ± 250, ratios in [0, 1]; the label
-    depends on the z-scores and ratios only."""
-    rng = np.random.default_rng(seed)
-    z, amounts, ratios = rng.normal(size=(n, 10)), 1000 + 250 * rng.normal(size=(n, 10)), rng.uniform(size=(n, 10))
-    y = (z[:, :3].sum(axis=1) + 2 * (ratios[:, 0] - 0.5) > 0.8).astype(int)
-    return np.hstack([z, amounts, ratios]), y
-
-
 def test_a_fit_on_mixed_scale_columns_warns_unless_scale_is_chosen():
     from dsvm.exceptions import MixedScalesWarning
 
-    X, y = _mixed_scales()
+    X, y = make_mixed_scales_problem()
     with pytest.warns(MixedScalesWarning, match=r"orders of magnitude apart.*scale='standard'"):
         NystroemSVC(n_components=50, random_state=0).fit(X, y)
     with warnings.catch_warnings():
@@ -399,7 +390,7 @@ def test_a_fit_predicting_one_class_for_every_training_row_warns():
     """Issue 25 item 5: a model predicting the majority class for every row, silently."""
     from dsvm.exceptions import OneClassFitWarning
 
-    X, y = _mixed_scales()
+    X, y = make_mixed_scales_problem()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         with pytest.warns(OneClassFitWarning, match=r"predicts class 0 for all 1500 training rows.*C=1e-06"):
