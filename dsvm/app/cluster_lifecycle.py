@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -383,11 +384,18 @@ def quiet_workers(client, timeout: float = QUIET_WORKERS_SECONDS) -> None:
     """
     def run():
         with contextlib.suppress(Exception):  # a worker or the scheduler already gone: nothing to quiet
-            client.run(logging.disable, logging.CRITICAL, on_error="ignore")
+            client.run(_stop_logging_unless, os.getpid(), on_error="ignore")
 
     thread = threading.Thread(target=run, name="dsvm-quiet-workers", daemon=True)
     thread.start()
     thread.join(timeout)
+
+
+def _stop_logging_unless(pid: int) -> None:
+    """Switch logging off in this process, unless it is process ``pid`` (a worker in the client's own process:
+    :func:`close_quietly` silences its loggers there for the close only)."""
+    if os.getpid() != pid:
+        logging.disable(logging.CRITICAL)
 
 
 @contextlib.contextmanager

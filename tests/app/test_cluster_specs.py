@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import re
 import socket
 import subprocess
@@ -675,3 +676,11 @@ def test_closing_a_started_cluster_prints_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
     assert proc.stderr.strip() == "", proc.stderr[-3000:]
+
+
+def test_closing_a_cluster_of_in_process_workers_leaves_this_process_logging():
+    """The workers are told to stop logging at the close: not when they run inside this process."""
+    with connect(local={"n_workers": 1, "threads_per_worker": 1, "processes": False, "protocol": "tcp"}):
+        pass
+    assert logging.getLogger("dsvm.test").isEnabledFor(logging.WARNING)
+    assert logging.getLogger("distributed").level != logging.CRITICAL + 1
