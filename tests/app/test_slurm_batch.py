@@ -218,3 +218,10 @@ def test_only_a_holder_of_the_jobs_certificate_reaches_its_scheduler(tmp_path):
 def test_the_dashboard_is_advertised_where_it_is_bound(dashboard, link):
     """distributed advertised the scheduler's host while the dashboard listened on 127.0.0.1 only."""
     assert _runner().dashboard_link(dashboard) == link
+
+
+def test_the_script_and_dsvm_give_up_on_the_same_pending_reasons():
+    from dsvm.app.cluster_lifecycle import HOPELESS_REASONS
+
+    (line,) = [ln for ln in SCRIPT.read_text().splitlines() if ln.startswith("HOPELESS=")]
+    assert set(line.split("=", 1)[1].strip('"').split()) == set(HOPELESS_REASONS)
