@@ -65,13 +65,15 @@ def _add_tabular_args(g) -> None:
                    help="CSV: the first line is data (same as --header false)")
     g.add_argument("--label-column", metavar="NAME|INDEX", default=None,
                    help="CSV / Parquet: the label column, by header name or by index (0 first, -1 last); default "
-                        "0 for CSV, required for Parquet")
+                        "0 for CSV (evaluate / predict: the one header column not among the model's feature "
+                        "names), required for Parquet")
     g.add_argument("--delimiter", metavar="CHAR", default=None,
                    help="CSV field separator, one character ('\\t' or 'tab' for tab); default ',' (tab for .tsv)")
 
 
-def _add_raw_input_args(p: argparse.ArgumentParser) -> None:
-    """How train / evaluate / predict read a DATA that is a file rather than a zarr dataset."""
+def _add_raw_input_args(p: argparse.ArgumentParser, unlabelled: bool = False) -> None:
+    """How train / evaluate / predict read a DATA that is a file rather than a zarr dataset (``unlabelled``:
+    predict, which also reads a CSV without a label column)."""
     g = p.add_argument_group("raw DATA files (LIBSVM, CSV or .npy, .gz/.xz/.bz2 or not; ingested into a "
                              "temporary dataset)")
     g.add_argument("--format", choices=list(INPUT_FORMATS), default=None,
@@ -79,6 +81,10 @@ def _add_raw_input_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--labels", metavar="NPY", default=None,
                    help="labels of a raw .npy DATA file: a 1-d .npy file (predict does not need them)")
     _add_tabular_args(g)
+    if unlabelled:
+        g.add_argument("--no-label", action="store_true",
+                       help="CSV: the file has no label column, every column is a feature (default: so when it has "
+                            "exactly the model's number of columns)")
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -232,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="write class probabilities, one column per class (CSV header proba_<class>); needs a "
                            "model trained with --probability")
     p.add_argument("--overwrite", action="store_true", help="replace an existing prediction file dsvm wrote")
-    _add_raw_input_args(p)
+    _add_raw_input_args(p, unlabelled=True)
     _add_cluster_args(p)
 
     p = sub.add_parser("export", help="write a model as an ONNX file (needs pip install 'dsvm[onnx]')",

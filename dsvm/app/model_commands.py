@@ -55,6 +55,7 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
     if path.is_dir():
         given = [f"--{name.replace('_', '-')}" for name in ("format", "labels", "label_column", "delimiter")
                  if getattr(args, name, None) is not None]
+        given += ["--no-label"] if getattr(args, "no_label", False) else []
         if given:
             raise UserError(f"{given[0]} is for raw DATA files; {args.data} is a zarr dataset")
         yield io.open_dataset(path)
@@ -65,9 +66,14 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
         if fmt == "npy" and labels is None and not labels_needed:
             labels = _placeholder_labels(path, Path(tmp) / PLACEHOLDER_LABELS)
         logger.info("%s is a raw %s file: ingesting it into a temporary dataset", args.data, fmt)
+        options = tabular_options(args)
+        if getattr(args, "no_label", False) and fmt != "csv":
+            raise UserError(f"--no-label is for CSV files; {args.data} is read as {fmt}")
+        if fmt == "csv" and like is not None:
+            options["label_column"] = _label_column_like(args, like, options, labels_needed)
         try:
             ds = io.ingest(path, Path(tmp) / "data.zarr", format=fmt, y=labels, like=like, progress=progress,
-                           **tabular_options(args))
+                           **options)
         except InputFileError as exc:
             if like is None:
                 raise
@@ -79,12 +85,35 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
 
 
 def tabular_options(args) -> dict:
-    """``header``, ``label_column`` and ``delimiter`` of :func:`dsvm.ingest` from the command line."""
+    """``header``, ``label_column`` (``False`` for ``--no-label``) and ``delimiter`` of :func:`dsvm.ingest` from
+    the command line."""
     label = getattr(args, "label_column", None)
     if label is not None and label.lstrip("-").isdigit():
         label = int(label)
+    if getattr(args, "no_label", False):
+        if label is not None:
+            raise UserError("give --label-column or --no-label, not both")
+        label = False
     header = {"auto": "auto", "true": True, "false": False}[getattr(args, "header", "auto")]
     return {"header": header, "label_column": label, "delimiter": getattr(args, "delimiter", None)}
+
+
+def _label_column_like(args, model, options: dict, labels_needed: bool):
+    """The label column of a CSV read as input to ``model`` when none was given: no label column when the
+    file has exactly the model's number of columns (predict; evaluate needs labels), else the default (the one
+    header column not among the model's feature names, or column 0)."""
+    from ..io import csv_width
+
+    if options["label_column"] is not None:
+        return options["label_column"]
+    width = csv_width(args.data, options["delimiter"])
+    if width != model.n_features_in_:
+        return None
+    if labels_needed:
+        raise UserError(f"{args.data} has {width} columns, as many as the model's features, so no label column: "
+                        "evaluate needs labels (dsvm predict scores data without labels)")
+    logger.info("%s has %d columns, the model's features: read without a label column", args.data, width)
+    return False
 
 
 def _placeholder_labels(x_path: Path, target: Path) -> Path:

@@ -18,6 +18,7 @@ model and checkpoint files (:mod:`dsvm.io.archive`: no pickle, bounded reads).
 from ..exceptions import DiskFullError, InputFileError, InvalidDatasetError, ModelFileError, NotDsvmOutputError
 from .archive import SUPPORTED_VERSION, MemberRules, meta_array, npz_problem, read_meta, read_npz, write_npz
 from .atomic import atomic_target, check_target, dataset_problem
+from .csv_ingest import csv_width
 from .dataset import Dataset, open_dataset
 from .frames import check_numeric_columns
 from .ingestion import ingest
@@ -41,7 +42,7 @@ from .writer import write_dataset
 
 __all__ = [
     "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr", "detect_format",
-    "check_numeric_columns",
+    "check_numeric_columns", "csv_width",
     "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",

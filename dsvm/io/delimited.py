@@ -102,13 +102,15 @@ def _bad_block(raw: bytes, delimiter: str, n_columns: int | None, label_column: 
     return err
 
 
-def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int = 0,
+def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int | None = 0,
                     names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """The rows of ``raw``: features ``(n, n_fields - 1)`` float64, labels, and the 1-based line of the first row.
 
     Labels are float64 when every label of the block is a number, else a
     ``str`` array (numbers in it written as :func:`dsvm.io.labels.label_texts`
-    writes them).  Every other field must be a decimal number.  ``names`` (the
+    writes them).  Every other field must be a decimal number.  With
+    ``label_column=None`` the block has no label column: every field is a
+    feature, and the labels are zeros (placeholders).  ``names`` (the
     header) only improves messages.  Raises ``ValueError`` with ``.line``
     (1-based in the block) for a bad line.
     """
@@ -118,17 +120,21 @@ def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None, la
         if line.split("#", 1)[0].strip():
             first = k
             break
-    width = max((n_columns or 1) - 1, 0)
+    width = (n_columns or 0) if label_column is None else max((n_columns or 1) - 1, 0)
     if not first:
         return np.zeros((0, width)), np.zeros(0), 0
     try:
         arr = np.loadtxt(io.StringIO(text), delimiter=delimiter, dtype=np.float64, ndmin=2, comments="#",
                          quotechar=QUOTE)
     except ValueError:
+        if label_column is None:  # no label column: every field must be a number
+            raise _bad_block(raw, delimiter, n_columns, None, names) from None
         return _parse_with_text_labels(raw, text, delimiter, n_columns, label_column, names, first)
     # NaN and infinity parse as floats, but a dataset must hold finite values (as LIBSVM files must)
     if (n_columns is not None and arr.shape[1] != n_columns) or not np.isfinite(arr).all():
         raise _bad_block(raw, delimiter, n_columns, label_column, names)
+    if label_column is None:
+        return arr, np.zeros(arr.shape[0]), first
     col = _located(raw, delimiter, label_column, arr.shape[1])
     return np.delete(arr, col, axis=1), arr[:, col], first
 

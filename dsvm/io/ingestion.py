@@ -157,6 +157,12 @@ def _reference_format(like) -> tuple[str, bool | None, int]:
     raise TypeError(f"like must be a Dataset or a fitted dsvm model, got {type(like).__name__}")
 
 
+def _reference_names(like) -> list[str] | None:
+    """The feature names of a Dataset or a fitted model passed as ``like`` (None without, or without ``like``)."""
+    names = getattr(like, "feature_names", None) if hasattr(like, "attrs") else getattr(like, "feature_names_in_", None)
+    return None if names is None else [str(n) for n in names]
+
+
 def _is_path(x) -> bool:
     return isinstance(x, (str, os.PathLike))
 
@@ -282,11 +288,16 @@ def ingest(
         Rows per chunk, or target bytes per chunk (default 64 MiB).
     dtype : {"float32", "float64"}
         dtype of the stored values.
-    label_column : int, str or None
+    label_column : int, str, False or None
         CSV, Parquet and DataFrames: the label column, by position (negative
         from the end) or by name (a CSV needs a header for names).  Default:
-        column 0 for CSV (LIBSVM's convention); a Parquet file or DataFrame
-        must name it (or a DataFrame's labels come as ``y``).  A float label
+        column 0 for CSV (LIBSVM's convention), or, for a CSV with a header
+        read ``like`` a model or dataset with feature names, the one column
+        not among them; a Parquet file or DataFrame must name it (or a
+        DataFrame's labels come as ``y``).  ``False``: a CSV without a label
+        column (data to predict on): every column is a feature, the labels
+        are placeholders, and the dataset is marked ``unlabelled`` (fit and
+        evaluate refuse it).  A float label
         column with many distinct non-integer values draws a warning: it looks
         continuous, like a regression target or the wrong column.
     header : {"auto", True, False}
@@ -361,6 +372,8 @@ def ingest(
             raise ValueError(f"n_features={n_features} contradicts {ref_name}, which has {ref_width} features")
     dtype = check_dtype(dtype)
     fmt = _resolve_format(source, format, y)
+    if label_column is False and fmt != "csv":
+        raise ValueError(f"label_column=False (no label column) is for CSV files; {source} is read as {fmt}")
     if y is not None and fmt in ("libsvm", "csv"):
         raise ValueError(f"{source}: y (--labels) is for .npy sources; a {fmt} file carries its own labels")
     target = check_target(target, overwrite)
@@ -402,7 +415,7 @@ def ingest(
             else:
                 rows, extra = ingest_csv(
                     path, work, label_column=label_column, header=header, delimiter=delimiter, dtype=dtype,
-                    block_bytes=block_bytes, progress=progress, n_features=n_features,
+                    block_bytes=block_bytes, progress=progress, n_features=n_features, features=_reference_names(like),
                 )
         if n_features is not None and rows.n_features != n_features:
             raise ValueError(f"n_features={n_features} given but {Path(src_name).name} has {rows.n_features} "

@@ -50,6 +50,8 @@ class_names        only for string labels: the sorted distinct label texts;
                    (readers decode ``y`` back to the texts)
 feature_names      optional: the column names of X (CSV header, Parquet or
                    DataFrame columns), one string per feature
+unlabelled         optional: ``true`` for data read without a label column
+                   (a CSV to predict on); ``y`` then holds placeholders (0)
 source             where the data came from (file name, ``"<array>"``, ...)
 source_format      ``"libsvm"``, ``"csv"``, ``"npy"``, ``"array"`` or ``"synthetic"``
 zero_based         LIBSVM only: whether the file's indices were 0-based

@@ -124,11 +124,19 @@ def check_index_base(model, X) -> None:
     )
 
 
-def unpack_dataset(X, y=None):
-    """Accept a :class:`dsvm.io.Dataset` (anything with ``.X`` and ``.y``) in place of ``X, y``."""
+def unpack_dataset(X, y=None, *, labels_needed: bool = True):
+    """Accept a :class:`dsvm.io.Dataset` (anything with ``.X`` and ``.y``) in place of ``X, y``.
+
+    A dataset read without a label column (``ingest(..., label_column=False)``) holds placeholder
+    labels: refused unless ``labels_needed`` is False (prediction).
+    """
     if is_dataset(X):
         if y is not None:
             raise ValueError("pass either a Dataset or X and y, not both")
+        attrs = getattr(X, "attrs", None)
+        if labels_needed and isinstance(attrs, dict) and attrs.get("unlabelled"):
+            raise ValueError(f"{getattr(X, 'path', 'the dataset')} has no labels (it was read without a label "
+                             "column, to predict on): fitting or evaluating needs labelled data")
         return X.X, X.y
     return X, y
 
@@ -336,7 +344,7 @@ def prediction_input(model, X) -> tuple[RowBlocks, bool]:
     check_is_fitted(model)
     check_dataset_input(model, X)
     chunk_bytes = stored_chunk_bytes(X)
-    X, _ = unpack_dataset(X)
+    X, _ = unpack_dataset(X, labels_needed=False)
     if is_dask_frame(X):
         X, _, names = dask_frame_input(X)
         check_feature_names(model, names, "the DataFrame")

@@ -339,3 +339,73 @@ def test_every_output_is_replaced_only_with_overwrite(tmp_path, files, run, caps
         assert before == {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
     for argv, command in outputs:
         assert run(*argv, "--overwrite", attach=command != "ingest") == 0, argv
+
+
+# --------------------------------------------------------------------------- CSV files without labels
+@pytest.fixture(scope="module")
+def iris_like(tmp_path_factory):
+    """A model trained on a CSV with a header and its label last (as pandas writes iris), and the same rows
+    written with the label, without it, and without it or a header."""
+    tmp = tmp_path_factory.mktemp("iris")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 4))
+    y = np.array(["setosa", "versicolor", "virginica"])[np.digitize(X[:, 0] + X[:, 1], [-0.5, 0.5])]
+    names = ["sepal_length", "sepal_width", "petal_length", "petal_width"]
+    rows = [[f"{v:.17g}" for v in x] for x in X]
+    for name, head, labels in (("labelled.csv", names + ["species"], y), ("new.csv", names, None),
+                               ("bare.csv", None, None)):
+        with open(tmp / name, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerows(([head] if head else []) + [r + ([lab] if labels is not None else [])
+                                                     for r, lab in zip(rows, y)])
+    dsvm.ingest(tmp / "labelled.csv", tmp / "labelled.zarr", label_column="species")
+    model = dsvm.NystroemSVC(n_components=30, random_state=0).fit(dsvm.open_dataset(tmp / "labelled.zarr"))
+    dsvm.save_model(model, tmp / "m.npz")
+    return tmp
+
+
+def test_predict_scores_a_csv_without_a_label_column(tmp_path, iris_like, run, capsys):
+    """predict failed on a CSV holding only the model's features ("n_features=4 given but the file has 3
+    feature columns"), and on one with the label last unless --label-column was repeated."""
+    model, data = iris_like / "m.npz", iris_like
+    assert run("predict", model, data / "labelled.zarr", "--out", tmp_path / "expected.npy") == 0
+    expected = np.load(tmp_path / "expected.npy")
+    for k, (name, extra) in enumerate([("labelled.csv", ()), ("new.csv", ()), ("bare.csv", ()),
+                                       ("bare.csv", ("--no-label",)), ("new.csv", ("--no-label",))]):
+        assert run("predict", model, data / name, "--out", tmp_path / f"p{k}.npy", *extra) == 0, (name, extra)
+        assert np.load(tmp_path / f"p{k}.npy").tolist() == expected.tolist(), (name, extra)
+    capsys.readouterr()
+    assert run("evaluate", model, data / "labelled.csv", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["n_test"] == 150
+
+
+def test_evaluate_needs_the_label_column_and_says_so(tmp_path, iris_like, run, capsys):
+    model = iris_like / "m.npz"
+    capsys.readouterr()
+    for name in ("new.csv", "bare.csv"):
+        assert run("evaluate", model, iris_like / name) == 1
+        assert _error_line(capsys, "evaluate") == (
+            f"dsvm evaluate: error: {iris_like / name} has 4 columns, as many as the model's features, so no label "
+            "column: evaluate needs labels (dsvm predict scores data without labels)")
+    assert run("predict", model, iris_like / "bare.csv", "--out", tmp_path / "p.npy", "--no-label",
+               "--label-column", "0") == 1
+    assert "give --label-column or --no-label, not both" in _error_line(capsys, "predict")
+    assert run("predict", model, iris_like / "labelled.zarr", "--out", tmp_path / "p.npy", "--no-label") == 1
+    assert "--no-label is for raw DATA files" in _error_line(capsys, "predict")
+
+
+def test_a_dataset_read_without_labels_is_for_predicting_only(tmp_path, iris_like):
+    ds = dsvm.ingest(iris_like / "bare.csv", tmp_path / "u.zarr", label_column=False)
+    assert ds.attrs["unlabelled"] is True and ds.n_features == 4
+    model = dsvm.load_model(iris_like / "m.npz")
+    labelled = dsvm.open_dataset(iris_like / "labelled.zarr")
+    assert model.predict(ds).compute().tolist() == model.predict(labelled).compute().tolist()
+    with pytest.raises(ValueError, match=r"u\.zarr has no labels \(it was read without a label column"):
+        dsvm.evaluate(model, ds)
+    with pytest.raises(ValueError, match="has no labels"):
+        dsvm.NystroemSVC(n_components=5).fit(ds)
+    with pytest.raises(ValueError, match="label_column=False \\(no label column\\) is for CSV files"):
+        dsvm.ingest(iris_like / "labelled.zarr", tmp_path / "v.zarr", format="libsvm", label_column=False)
+    with pytest.raises(dsvm.InputFileError, match=r"new\.csv: its columns are the 4 features of the reference and "
+                                                  r"no label column; pass label_column=False"):
+        dsvm.ingest(iris_like / "new.csv", tmp_path / "w.zarr", like=model)
