@@ -37,7 +37,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import shutil
 import stat
 import tempfile
 import urllib.parse
@@ -48,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..blocks import claim_folder
+from ..blocks import claim_folder, remove_temporary_folder
 from ..exceptions import DiskFullError, NotDsvmOutputError, disk_full_error, is_disk_full
 
 logger = logging.getLogger(__name__)
@@ -201,10 +200,10 @@ def replacing(target: str | os.PathLike, *, overwrite: bool, ours: Recogniser, w
         _commit(staged.path, check_replaceable(path, overwrite, ours, what), work)
         logger.debug("wrote %s", path)
     except OSError as exc:
-        shutil.rmtree(work, ignore_errors=True)  # first: the free space reported is what is really left
+        remove_temporary_folder(work)  # first: the free space reported is what is really left
         _raise_for_os_error(exc, path, what, needed)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_temporary_folder(work)  # marker last: a worker still writing cannot leave it unmarked
 
 
 def _check_parents(path: Path, may_create: bool) -> None:
