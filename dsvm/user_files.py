@@ -33,6 +33,8 @@ FILE, FOLDER, EITHER = "file", "folder", "either"
 
 
 def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "a file"
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -41,7 +43,7 @@ def _kind(mode: int) -> str:
         return "a socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
-    return "not a regular file"
+    return "neither a file nor a folder"
 
 
 def _problem(mode: int, expect: str) -> str | None:

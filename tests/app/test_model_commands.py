@@ -409,3 +409,20 @@ def test_a_dataset_read_without_labels_is_for_predicting_only(tmp_path, iris_lik
     with pytest.raises(dsvm.InputFileError, match=r"new\.csv: its columns are the 4 features of the reference and "
                                                   r"no label column; pass label_column=False"):
         dsvm.ingest(iris_like / "new.csv", tmp_path / "w.zarr", like=model)
+
+
+def test_a_fifo_as_data_is_one_line_at_once(tmp_path, iris_like, run, capsys):
+    """Opening a FIFO waits for a writer: predict and evaluate blocked for ever on one."""
+    import os
+
+    from helpers import call_near_fifos
+
+    fifo = tmp_path / "new.csv"
+    os.mkfifo(fifo)
+    for command in (("predict", iris_like / "m.npz", fifo, "--out", tmp_path / "p.npy"),
+                    ("evaluate", iris_like / "m.npz", fifo)):
+        capsys.readouterr()
+        assert call_near_fifos(lambda c=command: run(*c) == 1 or pytest.fail("exit status 0"), fifo) is None
+        assert _error_line(capsys, command[0]) == (
+            f"dsvm {command[0]}: error: {fifo}: it is a FIFO (named pipe), not a regular file or a folder; a DATA "
+            "file or dataset must be a regular file or a folder")
