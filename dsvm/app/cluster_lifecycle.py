@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ClusterSpecError
+from ..user_files import open_user_file
 
 __all__ = ["JobFailures", "JobState", "job_failures", "slurm_job_states", "wait_for_workers",
            "HOPELESS_REASONS", "ENDED_STATES", "check_local_sizes", "local_cluster_options", "LOCAL_OPTIONS",
@@ -217,8 +218,8 @@ def _log_tail(job) -> str:
     name = getattr(job, "job_name", None) or "worker"
     path = Path(folder, f"{name}-{job.job_id}.err")
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - 4096))
+        with open_user_file(path, "job log", OSError) as f:  # never a FIFO someone put in the log folder
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
             lines = [line.strip() for line in f.read().decode(errors="replace").splitlines() if line.strip()]
     except OSError:
         return ""

@@ -168,6 +168,31 @@ def _worker_memory_error(client, exc, footprint: TaskFootprint | None) -> Worker
     )
 
 
+def _wait_watching(futures: list, watch: ClusterWatch, on_done: Callable | None,
+                   progress: PassProgress | None) -> None:
+    """Wait for every future, looking at the cluster every :data:`POLL_SECONDS` (``watch`` raises)."""
+    pending = set(futures)
+    next_look = time.monotonic() + POLL_SECONDS
+    while pending:
+        slice_s = max(0.05, next_look - time.monotonic())
+        try:
+            if on_done is None:
+                wait(list(pending), timeout=slice_s)
+                pending = set()
+            else:
+                done, not_done = wait(list(pending), timeout=slice_s, return_when="FIRST_COMPLETED")
+                for f in done:
+                    on_done(f)
+                pending = set(not_done)
+        except TimeoutError:
+            pass
+        if progress is not None:
+            progress.tick()
+        if pending and time.monotonic() >= next_look:
+            watch.look()
+            next_look = time.monotonic() + POLL_SECONDS
+
+
 def gather(
     client,
     futures: Iterable,
@@ -204,27 +229,7 @@ def gather(
         See the module docstring.
     """
     futures = list(futures)
-    watch = ClusterWatch(client, footprint, pinned)
-    pending = set(futures)
-    next_look = time.monotonic() + POLL_SECONDS
-    while pending:
-        slice_s = max(0.05, next_look - time.monotonic())
-        try:
-            if on_done is None:
-                wait(list(pending), timeout=slice_s)
-                pending = set()
-            else:
-                done, not_done = wait(list(pending), timeout=slice_s, return_when="FIRST_COMPLETED")
-                for f in done:
-                    on_done(f)
-                pending = set(not_done)
-        except TimeoutError:
-            pass
-        if progress is not None:
-            progress.tick()
-        if pending and time.monotonic() >= next_look:
-            watch.look()
-            next_look = time.monotonic() + POLL_SECONDS
+    _wait_watching(futures, ClusterWatch(client, footprint, pinned), on_done, progress)
     if not results:
         return None
     try:

@@ -120,6 +120,14 @@ def test_a_job_that_ended_before_its_worker_joined_names_its_state_and_log(tmp_p
     assert line.endswith("dsvm-worker-4242.err ends: /opt/py/bin/python: No such file or directory")
 
 
+def test_a_fifo_in_place_of_the_jobs_log_is_not_read(tmp_path, tiny_libsvm, capsys, fake_slurm, monkeypatch):
+    (tmp_path / "logs").mkdir()
+    os.mkfifo(tmp_path / "logs" / "dsvm-worker-4242.err")  # opening it for reading would wait for a writer
+    monkeypatch.setenv("FAKE_SQUEUE", "4242|FAILED|NonZeroExitCode")
+    line = _train_error(tmp_path, tiny_libsvm, capsys, _spec(tmp_path, timeout=600))
+    assert line.endswith("the worker job 4242 is FAILED (NonZeroExitCode) and its worker never joined")
+
+
 def test_a_job_no_longer_in_the_queue_fails_the_wait(tmp_path, tiny_libsvm, capsys, fake_slurm):
     line = _train_error(tmp_path, tiny_libsvm, capsys, _spec(tmp_path, timeout=600))
     assert "the worker job 4242 is GONE (no longer in the queue) and its worker never joined" in line
