@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from ..user_files import check_user_path
+from ..user_files import check_user_path, path_problem
 from .atomic import MAX_ZARR_JSON
 from .layout import (
     INT_LABEL_FILL,
@@ -162,7 +162,9 @@ class ChunkReader:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def _array(self, key: str):
+    def _array(self, key: str, chunk: tuple[int, ...] | None = None):
+        """The zarr array ``key``; with ``chunk``, after checking that the file of that chunk, if there, is a
+        regular file (zarr reads a chunk file whole: a FIFO would block the worker, a device never end)."""
         arr = self._arrays.get(key)
         if arr is None:
             with self._lock:
@@ -170,6 +172,10 @@ class ChunkReader:
                 if arr is None:
                     arr = zarr.open_array(self.path, path=key, mode="r")
                     self._arrays[key] = arr
+        if chunk is not None and "://" not in self.path:
+            file = Path(self.path, key, arr.metadata.encode_chunk_key(chunk))
+            if path_problem(file) not in (None, "no such file or folder"):  # a missing chunk is checked when read
+                check_user_path(file, "chunk file of a dataset", InvalidDatasetError)
         return arr
 
     # reading ---------------------------------------------------------------
@@ -256,14 +262,14 @@ class ChunkReader:
         )
 
     def _read_y(self, r0: int, m: int) -> np.ndarray:
-        y = np.asarray(self._array("y")[r0 : r0 + m])
+        y = np.asarray(self._array("y", (r0 // self.chunk_rows,))[r0 : r0 + m])
         bad = np.isnan(y) if y.dtype.kind == "f" else (y == INT_LABEL_FILL)
         if y.shape != (m,) or bad.any():
             raise self._bad(r0 // self.chunk_rows, "missing labels (chunk file lost?)")
         return y
 
     def _read_dense(self, r0: int, m: int) -> np.ndarray:
-        X = np.asarray(self._array("X")[r0 : r0 + m])
+        X = np.asarray(self._array("X", (r0 // self.chunk_rows, 0))[r0 : r0 + m])
         if X.shape != (m, self.n_features) or np.isnan(X).any():
             raise self._bad(r0 // self.chunk_rows, "missing values (chunk file lost?)")
         return X
@@ -271,9 +277,9 @@ class ChunkReader:
     def _read_csr(self, i: int, m: int) -> tuple[sp.csr_matrix, tuple[np.ndarray, ...]]:
         """The CSR chunk, and its arrays as stored (what the checksum covers)."""
         nnz = int(self.chunk_nnz[i])
-        indptr = np.asarray(self._array("X/indptr")[i, : m + 1])
-        data = np.asarray(self._array("X/data")[i, :nnz])
-        indices = np.asarray(self._array("X/indices")[i, :nnz])
+        indptr = np.asarray(self._array("X/indptr", (i, 0))[i, : m + 1])
+        data = np.asarray(self._array("X/data", (i, 0))[i, :nnz])
+        indices = np.asarray(self._array("X/indices", (i, 0))[i, :nnz])
         if indptr[0] != 0 or indptr[-1] != nnz or (np.diff(indptr) < 0).any():
             raise self._bad(i, "invalid row pointers (chunk file lost?)")
         if nnz and (indices.min() < 0 or indices.max() >= self.n_features):

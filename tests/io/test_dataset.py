@@ -328,3 +328,26 @@ def test_metadata_is_read_with_a_bound(dense_ds):
     os.truncate(meta, MAX_ZARR_JSON + 1)  # sparse: no disk space used
     with pytest.raises(InvalidDatasetError, match=rf"y/zarr\.json: {MAX_ZARR_JSON + 1} bytes; a dataset's metadata"):
         open_dataset(dense_ds.path)
+
+
+@pytest.mark.parametrize("kind, chunk", [("dense", "X/c/1/0"), ("dense", "y/c/1"), ("sparse", "X/indices/c/1/0"),
+                                         ("dense", "/dev/zero")])
+def test_a_chunk_file_that_is_not_a_regular_file_is_refused_when_read(dense_ds, sparse_ds, kind, chunk):
+    """A crafted dataset: a FIFO in place of a chunk file blocked the reading worker for ever (a link to a
+    device such as /dev/zero never ends)."""
+    import os
+
+    from helpers import call_near_fifos
+
+    ds = dense_ds if kind == "dense" else sparse_ds
+    target = Path(ds.path, "X/c/1/0" if chunk == "/dev/zero" else chunk)
+    target.unlink()
+    if chunk == "/dev/zero":
+        target.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(target)
+    opened = open_dataset(ds.path)  # nothing is read yet
+    exc = call_near_fifos(lambda: opened.X[300:600].compute(scheduler="sync") if chunk != "y/c/1"
+                          else opened.y[300:600].compute(scheduler="sync"), target)
+    assert isinstance(exc, InvalidDatasetError), exc
+    assert f"{target}: it is a " in str(exc) and "a chunk file of a dataset must be a regular file" in str(exc)
