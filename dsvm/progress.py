@@ -1,14 +1,14 @@
 """Progress of long work: a bar redrawn in place on a terminal, a line per 10 % in a log.
 
 :class:`ProgressBar` draws one bar.  A fit names its stages with
-:func:`stage` ("features", "newton it=3", ...); every pass over row blocks
+:func:`stage` ("features", "newton solve", ...); every pass over row blocks
 in that stage (the blocks layer's reductions, spills and persists, on
 threads or on a cluster) counts its finished blocks into a bar labelled with
 the stage.  A pass that ends within :data:`PASS_DELAY` seconds shows nothing,
 so only the long ones (the feature stage, the passes over data larger than
-memory) speak.  Progress is off until :func:`show_progress` turns it on: the
-``dsvm`` command does (unless ``--quiet``), a Python user calls
-``dsvm.show_progress()``.
+memory) speak.  Progress is off until it is turned on: the ``dsvm`` command
+does (:func:`set_progress`, unless ``--quiet``, ``--no-progress`` or a log
+level above INFO), a Python user calls ``dsvm.show_progress()``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["ProgressBar", "LINE_STEP", "LINE_SECONDS", "PASS_DELAY", "show_progress", "progress_shown", "stage",
-           "pass_progress", "PassProgress"]
+__all__ = ["ProgressBar", "LINE_STEP", "LINE_SECONDS", "PASS_DELAY", "show_progress", "set_progress",
+           "progress_shown", "stage", "pass_progress", "PassProgress"]
 
 logger = logging.getLogger("dsvm.progress")
 
@@ -35,6 +35,7 @@ LINE_SECONDS = 30.0
 PASS_DELAY = 3.0
 
 _SHOWN = False
+_UNDO: list = []  # how to take back what show_progress did to the dsvm logger, last first
 _STAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar("dsvm_progress_stage", default=None)
 
 
@@ -183,16 +184,17 @@ def show_progress(enabled: bool = True, level: int = logging.INFO) -> None:
 
     One call for a Python user: it turns on the progress of every long pass
     over the data (a bar on a terminal, a line per 10 % elsewhere) and, if
-    no handler would show the ``dsvm`` logger's records yet, gives it one on stderr at
-    ``level`` (one line per Newton iteration, the stages of a fit).  The
-    ``dsvm`` command calls it unless ``--quiet`` is given.
+    no handler would show the ``dsvm`` logger's records yet, gives it one on
+    stderr at ``level`` (one line per Newton iteration, the stages of a fit).
+    ``show_progress(False)`` turns the bars off and undoes what the call did
+    to the ``dsvm`` logger (its handler, its level).
 
     Parameters
     ----------
     enabled : bool, default=True
-        ``False`` turns the progress bars off again (the logger is left as it is).
+        Turn progress on, or off again.
     level : int, default=logging.INFO
-        Level of the handler added to the ``dsvm`` logger.
+        Level of the ``dsvm`` logger while progress is shown (lowered to it, never raised).
 
     Examples
     --------
@@ -202,15 +204,28 @@ def show_progress(enabled: bool = True, level: int = logging.INFO) -> None:
     """
     global _SHOWN
     _SHOWN = bool(enabled)
-    if not enabled:
-        return
     root = logging.getLogger("dsvm")
-    if not root.hasHandlers():  # the dsvm command's, or a handler the user configured, is used as it is
+    if not enabled:
+        while _UNDO:
+            _UNDO.pop()(root)
+        return
+    if not root.hasHandlers() and not _UNDO:  # a handler the user (or the dsvm command) configured is used as is
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%H:%M:%S"))
         root.addHandler(handler)
+        _UNDO.append(lambda logger: logger.removeHandler(handler))
     if root.getEffectiveLevel() > level:
+        previous = root.level
         root.setLevel(level)
+        _UNDO.append(lambda logger: logger.setLevel(previous))
+
+
+def set_progress(enabled: bool) -> bool:
+    """Turn the bars on or off without touching any logger (the ``dsvm`` command configures its own
+    logging); returns the previous setting."""
+    global _SHOWN
+    previous, _SHOWN = _SHOWN, bool(enabled)
+    return previous
 
 
 def progress_shown() -> bool:
@@ -220,9 +235,9 @@ def progress_shown() -> bool:
 
 @contextmanager
 def stage(label: str) -> Iterator[None]:
-    """Name the work inside the ``with`` block (``"features"``, ``"newton it=3"``) for its passes' bars.
+    """Name the work inside the ``with`` block (``"features"``, ``"newton solve"``) for its passes' bars.
 
-    The stage's start and its duration are logged (INFO) when it runs longer than :data:`PASS_DELAY`.
+    The stage's duration is logged (INFO) when it runs longer than :data:`PASS_DELAY`.
     """
     token = _STAGE.set(label)
     start = time.perf_counter()

@@ -131,6 +131,7 @@ def test_on_a_terminal_a_fit_draws_bars_in_place(shown, monkeypatch):
 
 def test_short_passes_stay_quiet_and_nothing_shows_without_show_progress(caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="dsvm")
+    monkeypatch.setattr(progress, "PASS_DELAY", 600.0)  # every pass here is "short"
     X, y = _problem()
     dsvm.NystroemSVC(n_components=50, gamma=0.5, random_state=0, block_rows=1000).fit(X, y)
     assert _stages(caplog.records) == set()  # progress is off by default in a Python session
@@ -140,7 +141,7 @@ def test_short_passes_stay_quiet_and_nothing_shows_without_show_progress(caplog,
         dsvm.NystroemSVC(n_components=50, gamma=0.5, random_state=0, block_rows=1000).fit(X, y)
     finally:
         dsvm.show_progress(False)
-    assert _stages(caplog.records) == set()  # each pass ends well within PASS_DELAY
+    assert _stages(caplog.records) == set()  # each pass ends within PASS_DELAY
 
 
 @pytest.mark.parametrize("store", ["memory", "disk"])
@@ -179,3 +180,29 @@ def test_the_dsvm_command_shows_progress_unless_told_not_to(tmp_path, monkeypatc
     assert not progress.progress_shown()  # main() leaves the process as it found it
     assert main([*argv, "--model", str(tmp_path / "b.npz"), "--no-progress"]) == 0
     assert _stages_in(capsys.readouterr().err) == set()
+
+
+def test_show_progress_false_undoes_what_show_progress_did_to_the_logger(monkeypatch):
+    logger = logging.getLogger("dsvm")
+    monkeypatch.setattr(logger, "handlers", [])
+    monkeypatch.setattr(logger, "level", logging.NOTSET)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # no handler anywhere: show_progress adds one
+    monkeypatch.setattr(logging.getLogger(), "level", logging.WARNING)
+    dsvm.show_progress()
+    assert progress.progress_shown() and logger.level == logging.INFO and len(logger.handlers) == 1
+    dsvm.show_progress(False)
+    assert not progress.progress_shown() and logger.level == logging.NOTSET and logger.handlers == []
+
+
+def test_a_log_level_above_info_shows_no_progress(tmp_path, monkeypatch, capsys):
+    """--log-level WARNING printed every INFO line once progress lowered the dsvm logger's level."""
+    from dsvm.app.cli import main
+
+    monkeypatch.setattr(progress, "PASS_DELAY", 0.0)
+    X, y = _problem(3000)
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    assert main(["train", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "y.npy"), "-k", "30", "--gamma", "0.5",
+                 "--workers", "1", "--threads-per-worker", "2", "--model", str(tmp_path / "a.npz"),
+                 "--log-level", "WARNING"]) == 0
+    assert " INFO " not in capsys.readouterr().err

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..exceptions import ClusterSpecError, ModelFileError, NoWorkersError, PipelineError, UserError
 from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS, SCALINGS, SOLVERS
-from ..progress import progress_shown, show_progress
+from ..progress import set_progress
 from ..signals import sigterm_cleanup
 from ..version import __version__
 
@@ -290,8 +290,8 @@ def _setup_logging(args) -> None:
     import distributed  # noqa: F401  (its import sets its loggers' levels; override them after)
 
     quiet_noisy_loggers(level)
-    if not args.quiet and not args.no_progress:
-        show_progress()
+    # progress lines are INFO records: shown with the log at INFO or below, and as bars on a terminal
+    set_progress(level <= logging.INFO and not args.no_progress)
     warnings.showwarning = _warning_line
 
 
@@ -497,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``dsvm`` command; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    shown_before, show_warning = progress_shown(), warnings.showwarning
+    shown_before, show_warning = set_progress(False), warnings.showwarning
     _setup_logging(args)
     try:
         with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
@@ -523,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         # main() called in-process leaves progress and the display of warnings as it found them
-        show_progress(shown_before)
+        set_progress(shown_before)
         warnings.showwarning = show_warning
 
 
