@@ -448,8 +448,9 @@ def cmd_clean(args) -> int:
         for item in blocks.find_leftovers(root, recursive=recursive):
             if item.stale and not args.dry_run:
                 try:
-                    blocks.remove_leftover(item)
-                except OSError as exc:
+                    if not blocks.remove_leftover(item):
+                        raise OSError("it could not be emptied; it keeps its owner marker")
+                except (OSError, ValueError) as exc:
                     print(f"failed   {item.path}  ({item.kind}: {exc})")
                     continue
                 n_removed += 1

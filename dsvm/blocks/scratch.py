@@ -182,8 +182,10 @@ def remove_temporary_folder(folder: str | os.PathLike) -> bool:
 
     When a run stops (an error, Ctrl-C, SIGTERM), tasks already running on the
     workers may still write files into its folders: distributed cannot stop a
-    running task.  (Workers never make a folder: they open files in an
-    existing one.)  ``shutil.rmtree`` lost that race: the marker went with the
+    running task.  (The feature store's tasks never make a folder: they open
+    files in an existing one.  zarr, writing an ingest's chunks on workers,
+    does make the folders of a chunk: a write landing after the removal can
+    leave part of a staging folder without its marker.)  ``shutil.rmtree`` lost that race: the marker went with the
     rest, a worker wrote one more block, the folder stayed without a marker,
     and nothing would ever remove it.  Here the marker goes last, and when the
     folder is not empty after all it is written back and the removal starts
@@ -204,15 +206,24 @@ def remove_temporary_folder(folder: str | os.PathLike) -> bool:
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 logger.warning("could not remove the temporary folder %s (%s)", folder, exc.strerror or exc)
-                break
-        if marker is not None:  # a file appeared after the marker went: keep the folder findable
-            Path(folder, OWNER_FILE).write_text(json.dumps(marker))
+                _write_marker_back(folder, marker)
+                return False
+        _write_marker_back(folder, marker)  # a file appeared after the marker went: keep the folder findable
         time.sleep(REMOVE_PAUSE_SECONDS)
-    if marker is not None and folder.is_dir() and read_owner(folder) is None:
-        Path(folder, OWNER_FILE).write_text(json.dumps(marker))
     logger.warning("the temporary folder %s could not be removed (still written into); it keeps its owner marker, "
-                   "so the next run or `dsvm clean` removes it once this process is gone", folder)
+                   "so the next run or `dsvm clean` removes it once its process is gone", folder)
     return False
+
+
+def _write_marker_back(folder: Path, marker: dict | None) -> None:
+    """Put the owner marker back into a folder that could not be removed (never raises: this runs while an
+    error or a signal is being handled, which must not be masked)."""
+    if marker is None or not folder.is_dir() or read_owner(folder) is not None:
+        return
+    try:
+        Path(folder, OWNER_FILE).write_text(json.dumps(marker))
+    except OSError as exc:
+        logger.warning("the temporary folder %s lost its owner marker (%s); remove it by hand", folder, exc)
 
 
 @dataclass(frozen=True)
@@ -265,13 +276,19 @@ def find_leftovers(root: str | os.PathLike, recursive: bool = True) -> list[Left
     return found
 
 
-def remove_leftover(item: Leftover) -> None:
-    """Remove a stale leftover folder with everything in it, after checking its owner marker once more."""
-    again = _examine_folder(item.path) if item.path.is_dir() else None
+def remove_leftover(item: Leftover) -> bool:
+    """Remove a stale leftover folder with everything in it, its owner marker last; True when it is gone.
+
+    The marker is checked once more first: a folder another process removed meanwhile counts as removed,
+    one whose owner runs again (or that lost its marker) is refused with ``ValueError``.
+    """
+    if not os.path.lexists(item.path):
+        return True
+    again = _examine_folder(item.path)
     if again is None or not again.stale:
         reason = again.reason if again is not None else "it is no longer one of dsvm's temporary folders"
         raise ValueError(f"{item.path} is not a stale dsvm folder ({reason})")
-    shutil.rmtree(item.path)
+    return remove_temporary_folder(item.path)
 
 
 def sweep_stale(base: str | os.PathLike) -> list[Path]:
@@ -285,8 +302,9 @@ def sweep_stale(base: str | os.PathLike) -> list[Path]:
         item = _examine_folder(Path(base, name))
         if item is not None and item.stale:
             try:
-                remove_leftover(item)
-            except OSError as exc:
+                if not remove_leftover(item):
+                    continue
+            except (OSError, ValueError) as exc:  # another run's sweep got there first, or it is not stale now
                 logger.warning("could not remove the stale %s folder %s (%s)", item.kind, item.path, exc)
                 continue
             logger.info("removed the stale %s folder %s (%s)", item.kind, item.path, item.reason)

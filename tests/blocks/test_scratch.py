@@ -151,3 +151,55 @@ def test_a_worker_never_makes_a_removed_folder_again(tmp_path):
     with pytest.raises(FileNotFoundError):
         write_raw(str(folder / "block-7.raw"), np.zeros(ALIGN, np.uint8))
     assert not folder.exists()
+
+
+def test_a_leftover_another_run_removed_meanwhile_counts_as_removed(tmp_path, caplog):
+    """Two runs sweeping the same folder: the second found it gone and raised ValueError, which neither the
+    sweep nor dsvm clean caught."""
+    folder = tmp_path / "dsvm-features-1-a.zarr"
+    (folder / "block-0").mkdir(parents=True)
+    _mark_as_dead(folder)
+    [item] = find_leftovers(tmp_path)
+    import shutil
+
+    shutil.rmtree(folder)  # the other run
+    assert remove_leftover(item) is True
+    # a stale folder the sweep cannot judge any more (its marker went meanwhile) is a logged warning, not an error
+    (folder / "block-0").mkdir(parents=True)
+    _mark_as_dead(folder)
+    from dsvm.blocks import scratch
+
+    real = scratch._examine_folder
+    calls = []
+
+    def marker_gone_on_second_look(path):
+        calls.append(path)
+        if len(calls) > 1:
+            (path / OWNER_FILE).unlink(missing_ok=True)
+        return real(path)
+
+    import pytest as _pytest
+
+    with _pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scratch, "_examine_folder", marker_gone_on_second_look)
+        assert scratch.sweep_stale(tmp_path) == []
+    assert folder.exists() and "could not remove the stale" in caplog.text
+
+
+def test_clean_removes_the_marker_last(tmp_path, monkeypatch):
+    """An interrupted clean must not leave an unmarked folder that every later clean keeps."""
+    folder = tmp_path / "dsvm-features-1-a.zarr"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "block-0.raw").write_bytes(b"x")
+    _mark_as_dead(folder)
+    [item] = find_leftovers(tmp_path)
+    seen = []
+    real_rmdir = os.rmdir
+
+    def interrupted(path, *args, **kwargs):
+        seen.append((str(path), (folder / OWNER_FILE).exists()))
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", interrupted)
+    assert remove_leftover(item) and not folder.exists()
+    assert all(marker for path, marker in seen if path != str(folder))  # sub-folders went while it was there
