@@ -23,8 +23,11 @@ REMEDY = ("the loss overflows float64: lower C (or the sample and class weights)
 def check_point(f: float, g: np.ndarray, *, method: str, it: int, label: str = "", trial: bool = False) -> None:
     """Refuse a non-finite objective ``f`` or gradient ``g`` at the point a solver stands on after ``it``
     iterations (0: its start), or with ``trial`` at the trial point of iteration ``it`` that the line search
-    could not use."""
-    if np.isfinite(f) and all_finite(g):
+    could not use.  A trial point is refused only for NaN: an overflow there is a rejected step."""
+    if trial:
+        if not (np.isnan(f) or np.isnan(g).any()):
+            return
+    elif np.isfinite(f) and all_finite(g):
         return
     what = "objective" if not np.isfinite(f) else "gradient"
     where = (f"at the trial point of iteration {it}" if trial else "at its starting point" if it == 0

@@ -19,15 +19,18 @@ class _Poisoned(DenseSquaredHinge):
     """The dense oracle, whose passes after the first ``clean`` ones give a NaN loss and gradient, or whose
     Gram matrices are infinite (``inf_gram``)."""
 
-    def __init__(self, F, y, clean=None, inf_gram=False, **kw):
+    def __init__(self, F, y, clean=None, inf_gram=False, overflow_passes=(), **kw):
         super().__init__(F, y, **kw)
-        self.clean, self.inf_gram = clean, inf_gram
+        self.clean, self.inf_gram, self.overflow_passes = clean, inf_gram, set(overflow_passes)
 
     def evaluate(self, x0, x1, t_grid=(), hessian="none"):
         res = super().evaluate(x0, x1, t_grid, hessian)
         if self.clean is not None and self.n_passes > self.clean:
             res = replace(res, loss=np.nan, grad=np.full_like(res.grad, np.nan),
                           loss_grid=np.full_like(res.loss_grid, np.nan))
+        if self.n_passes in self.overflow_passes:  # the loss of a long trial step overflowed
+            res = replace(res, loss=np.inf, grad=np.full_like(res.grad, np.inf),
+                          loss_grid=np.full_like(res.loss_grid, np.inf))
         if self.inf_gram and res.hess is not None:
             res = replace(res, hess=np.full_like(res.hess, np.inf))
         return res
@@ -53,6 +56,14 @@ def test_newton_does_not_stop_for_precision_on_a_nan_trial_point(hessian):
     F, y = _data()
     with pytest.raises(NonFiniteError, match="the objective is not finite at the trial point of iteration 1"):
         semismooth_newton(_Poisoned(F, y, clean=1), F.shape[1] + 1, hessian=hessian)
+
+
+def test_an_overflowing_trial_step_is_only_a_rejected_step():
+    """Every trial step of iteration 1 overflowing (+inf, not NaN: passes 2 and 3 are its line search and the
+    finer one) is no decrease, not a NonFiniteError."""
+    F, y = _data()
+    res = semismooth_newton(_Poisoned(F, y, overflow_passes=(2, 3)), F.shape[1] + 1, hessian="gram")
+    assert res.stop_reason == "precision" and np.isfinite(res.x).all() and np.isfinite(res.objective)
 
 
 def test_newton_refuses_an_infinite_gram_matrix():
