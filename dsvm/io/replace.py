@@ -97,7 +97,9 @@ def marked_output_problem(path: Path, fmt: str) -> str | None:
     try:
         found = os.getxattr(path, OUTPUT_XATTR, follow_symlinks=False)
     except (OSError, AttributeError):
-        return "dsvm did not write it (it carries no dsvm marker)"
+        return ("it carries no dsvm marker: dsvm marks the .npy and .csv files it writes with an extended attribute, "
+                "which files of earlier dsvm versions, copies and some file systems lack; remove it yourself to "
+                "write there")
     return None if found == fmt.encode() else f"it is marked as {found[:40]!r}, not as a {fmt} file"
 
 
