@@ -102,7 +102,6 @@ from ..approx import (
     nystroem_normalization,
     prepare_landmarks,
     select_landmarks,
-    uniform_landmarks,
 )
 from ..problems import FeatureStore
 from ..svm import (
@@ -443,7 +442,8 @@ solver_options, random_state, scale
         nested = est.landmarks == "uniform"
         landmarks = {}
         if nested:
-            L_max = uniform_landmarks(ctx.X_orig, k_max, est.random_state).components
+            # through select_landmarks: rows too wide to hold dense are refused before they are drawn
+            L_max = select_landmarks(ctx.X_orig, k_max, "uniform", est.random_state).components
             if L_max.shape[0] < k_max:
                 logger.info("search: %d distinct landmark rows for k_max=%d", L_max.shape[0], k_max)
         else:

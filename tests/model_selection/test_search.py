@@ -359,3 +359,17 @@ def test_the_search_warns_on_mixed_column_scales_unless_it_scales():
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixedScalesWarning)
         NystroemSVCCV(param_grid=grid, cv=2, random_state=0, scale="standard").fit(X, y)
+
+
+def test_the_search_refuses_dense_landmarks_beyond_memory_before_drawing_them():
+    """The search's nested uniform landmarks skipped the check a fit makes (train --search on a file with one
+    huge feature index)."""
+    import scipy.sparse as sp
+
+    from dsvm.exceptions import DenseLandmarksError
+
+    rows, cols = [0, 1, 2, 3, 4, 5, 3], [0, 1, 0, 10**12 - 1, 2, 1, 2]
+    X = sp.csr_matrix((np.ones(7), (rows, cols)), shape=(6, 10**12))
+    with pytest.raises(DenseLandmarksError, match="n_features=1000000000000"):
+        NystroemSVCCV(param_grid={"C": [1.0], "n_components": [4]}, cv=2, gamma=1.0, random_state=0).fit(
+            X, np.array([0, 1, 0, 1, 0, 1]))
