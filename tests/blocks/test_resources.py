@@ -56,8 +56,8 @@ def test_prediction_blocks_need_no_gram_matrices():
 def test_too_small_workers_of_a_real_cluster_are_refused_before_any_work():
     distributed = pytest.importorskip("distributed")
     X = da.ones((200_000, 20), chunks=(200_000, 20), dtype="float32")
-    # a worker whose limit leaves less room than one task of the smallest block needs, whatever the worker
-    # process itself takes once dsvm.problems is imported (about 95 MiB here)
+    # a worker whose limit leaves less room than one task of the smallest block needs, once the worker process
+    # itself (with dsvm.problems imported) is counted
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, memory_limit="150MB", processes=True,
                                   dashboard_address=None, host="127.0.0.1") as cluster, \
             distributed.Client(cluster, set_as_default=False) as client, client.as_current():
