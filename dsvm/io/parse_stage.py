@@ -75,7 +75,7 @@ def parse_stage(
             head = stream.read(start) if start else b""
             results.append({"error": None, "part": None, "n_lines": head.count(b"\n"), "n_bytes": len(head)})
             pending: deque = deque()
-            for k, block in enumerate(stream_blocks(stream, block_bytes)):
+            for k, block in enumerate(stream_blocks(stream, block_bytes, path)):
                 pending.append(pool.submit(block_task, block, str(staging / f"part-{k:06d}"), options,
                                            k == 0 and not start))
                 while len(pending) > workers:

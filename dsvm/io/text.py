@@ -45,6 +45,8 @@ __all__ = [
 ]
 
 DEFAULT_BLOCK_BYTES = 16 * 2**20
+# one line (one row) is held whole while it is parsed: a longer one is an error, not an exhausted memory
+MAX_LINE_BYTES = 2**30
 _MAGIC = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"BZh": "bz2"}
 _COMPRESSED_SUFFIXES = (".gz", ".xz", ".lzma", ".bz2")
 _LIBSVM_LINE = re.compile(rb"^\s*[+-]?[\d.]+[eE0-9+-]*(\s+(qid:\S+|\d+:\S+))*\s*(#.*)?$")
@@ -143,8 +145,15 @@ def byte_ranges(size: int, block_bytes: int, start: int = 0) -> list[tuple[int, 
     return [(a, b) for a, b in zip(edges[:-1], edges[1:])] or [(start, size)]
 
 
+def _line_too_long(name: str, offset: int) -> InputFileError:
+    return InputFileError(f"{name}: the line starting near byte {offset:,} of the data is longer than "
+                          f"{MAX_LINE_BYTES // 2**20:,} MiB; dsvm holds one line whole while it parses it, so a row "
+                          "must fit in that (is it really a line-based text file?)")
+
+
 def read_range(path: str, start: int, end: int, chunk: int = 1 << 20) -> bytes:
-    """The complete lines that start in ``[start, end)`` of an uncompressed file."""
+    """The complete lines that start in ``[start, end)`` of an uncompressed file (each at most
+    :data:`MAX_LINE_BYTES`)."""
     with open_data_file(path) as f:
         if start > 0:
             f.seek(start - 1)
@@ -156,12 +165,15 @@ def read_range(path: str, start: int, end: int, chunk: int = 1 << 20) -> bytes:
         else:
             data = f.read(end - start)
         if data and not data.endswith(b"\n"):
-            tail = []
+            tail, held = [], len(data) - data.rfind(b"\n") - 1
             while True:
                 more = f.read(chunk)
                 if not more:
                     break
                 nl = more.find(b"\n")
+                held += nl + 1 if nl >= 0 else len(more)
+                if held > MAX_LINE_BYTES:
+                    raise _line_too_long(path, end - (len(data) - data.rfind(b"\n") - 1))
                 if nl >= 0:
                     tail.append(more[: nl + 1])
                     break
@@ -170,14 +182,16 @@ def read_range(path: str, start: int, end: int, chunk: int = 1 << 20) -> bytes:
     return data
 
 
-def stream_blocks(stream: BinaryIO, block_bytes: int) -> Iterator[bytes]:
+def stream_blocks(stream: BinaryIO, block_bytes: int, name: str = "the input") -> Iterator[bytes]:
     """Blocks of complete lines (about ``block_bytes`` each) from a byte stream.
 
     A line longer than a block is gathered as a list of reads and joined once,
     when its end arrives: joining the partial line to every read would copy it
-    once per read, quadratic in the line's length.
+    once per read, quadratic in the line's length.  A line longer than
+    :data:`MAX_LINE_BYTES` is an :class:`InputFileError` naming ``name``.
     """
     carry: list[bytes] = []  # the partial line so far: reads without a newline
+    held, offset = 0, 0  # bytes in carry; bytes of the stream before carry
     while True:
         data = stream.read(block_bytes)
         if not data:
@@ -187,10 +201,16 @@ def stream_blocks(stream: BinaryIO, block_bytes: int) -> Iterator[bytes]:
         nl = data.rfind(b"\n")
         if nl < 0:
             carry.append(data)
+            held += len(data)
+            if held > MAX_LINE_BYTES:
+                raise _line_too_long(name, offset)
             continue
         carry.append(data[: nl + 1])
-        yield b"".join(carry)
+        block = b"".join(carry)
+        offset += len(block)
+        yield block
         carry = [data[nl + 1 :]] if nl + 1 < len(data) else []
+        held = len(data) - nl - 1
 
 
 def _strip_compression_suffix(name: str) -> str:

@@ -94,3 +94,20 @@ def test_a_fifo_is_refused_before_any_read(tmp_path, reader):
     exc = call_near_fifos(call[reader], fifo)
     assert isinstance(exc, InputFileError), exc
     assert str(exc) == f"{fifo}: it is a FIFO (named pipe), not a regular file; a data file must be a regular file"
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_line_longer_than_the_bound_is_an_error_not_exhausted_memory(tmp_path, monkeypatch, compressed):
+    """One huge line (a small .gz can hold gigabytes of it) was gathered whole, however long."""
+    from dsvm import io as dsvm_io
+    from dsvm.io import InputFileError, text
+
+    monkeypatch.setattr(text, "MAX_LINE_BYTES", 50_000)
+    body = b"+1 1:1\n-1 " + " ".join(f"{j}:1" for j in range(1, 20_001)).encode() + b"\n+1 2:1\n"
+    path = tmp_path / ("d.libsvm.gz" if compressed else "d.libsvm")
+    path.write_bytes(gzip.compress(body) if compressed else body)
+    with pytest.raises(InputFileError, match=r"d\.libsvm(\.gz)?: the line starting near byte 7 of the data is longer"):
+        dsvm_io.ingest(str(path), tmp_path / "d.zarr", block_bytes=4096)
+    assert not (tmp_path / "d.zarr").exists()
+    monkeypatch.setattr(text, "MAX_LINE_BYTES", 200_000)  # within the bound the same file is read
+    assert dsvm_io.ingest(str(path), tmp_path / "d.zarr", block_bytes=4096).n_samples == 3
