@@ -33,6 +33,20 @@ PLACEHOLDER_LABELS = "no-labels.npy"
 
 
 # --------------------------------------------------------------------------- DATA
+def check_data_path(args) -> Path:
+    """``args.data`` as a path, if it is a dataset folder or a regular file: checked before a cluster starts
+    (a FIFO would block the first read for ever)."""
+    path = Path(args.data)
+    if not path.exists():
+        raise UserError(f"{args.data}: no such file or dataset")
+    return check_user_path(path, "DATA file or dataset", UserError, expect="either")
+
+
+def show_progress_of(args) -> bool:
+    """Whether the command shows the progress of its passes (not with --quiet or --no-progress)."""
+    return not (args.quiet or getattr(args, "no_progress", False))
+
+
 @contextlib.contextmanager
 def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_needed: bool = True,
                   progress: bool = True) -> Iterator:
@@ -48,10 +62,7 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
     from .. import io
     from ..blocks import temporary_folder
 
-    path = Path(args.data)
-    if not path.exists():
-        raise UserError(f"{args.data}: no such file or dataset")
-    check_user_path(path, "DATA file or dataset", UserError, expect="either")  # a FIFO would block the first read
+    path = check_data_path(args)
     if path.is_dir():
         given = [f"--{name.replace('_', '-')}" for name in ("format", "labels", "label_column", "delimiter")
                  if getattr(args, name, None) is not None]
@@ -293,8 +304,7 @@ def train_command(args) -> int:
             raise UserError(f"--search: {exc}") from None
     if (grid is not None or cv_only) and args.scoring not in SCORINGS:
         raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
-    if not Path(args.data).exists():
-        raise UserError(f"{args.data}: no such file or dataset")
+    check_data_path(args)
     if args.model is not None:
         check_writable_target(args.model, "--model", args.overwrite, model_file_problem, "model")
     if args.checkpoint:
@@ -302,7 +312,7 @@ def train_command(args) -> int:
     if grid is not None:
         check_output_folder(cv_report_dir(args), "report folder", overwrite=args.overwrite)
     keep = kept_until_saved() if args.checkpoint else contextlib.nullcontext()
-    with connect_from_args(args), keep, input_dataset(args, "train", progress=not (args.quiet or getattr(args, "no_progress", False))) as ds:
+    with connect_from_args(args), keep, input_dataset(args, "train", progress=show_progress_of(args)) as ds:
         if isinstance(class_weight, list):
             model.set_params(class_weight=class_weight_for(class_weight, ds.classes, args.data))
         t0 = time.perf_counter()
@@ -341,8 +351,9 @@ def evaluate_command(args) -> int:
     from ..svm import evaluate, load_model
 
     model = load_model(args.model)
+    check_data_path(args)
     with connect_from_args(args), input_dataset(args, "input", like=model, like_name=f"the model {args.model}",
-                                                progress=not (args.quiet or getattr(args, "no_progress", False))) as ds:
+                                                progress=show_progress_of(args)) as ds:
         result = evaluate(model, ds)
     result.update(fit_seconds=model.solver_stats_.get("fit_seconds"), k=int(model.components_.shape[0]), C=model.C,
                   gamma=model.gamma_, kernel=model.kernel, model=str(args.model), data=str(args.data))
@@ -392,8 +403,9 @@ def predict_command(args) -> int:
     model = load_model(args.model)
     if args.proba:
         _check_proba_model(model, args.model)
+    check_data_path(args)
     with connect_from_args(args), input_dataset(args, "input", like=model, like_name=f"the model {args.model}",
-                                                labels_needed=False, progress=not (args.quiet or getattr(args, "no_progress", False))) as ds:
+                                                labels_needed=False, progress=show_progress_of(args)) as ds:
         n = write_predictions(model, ds, args.out, decision=args.decision, proba=args.proba,
                               overwrite=args.overwrite)
     logger.info("wrote %d predictions to %s", n, args.out)

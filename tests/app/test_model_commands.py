@@ -411,16 +411,20 @@ def test_a_dataset_read_without_labels_is_for_predicting_only(tmp_path, iris_lik
         dsvm.ingest(iris_like / "new.csv", tmp_path / "w.zarr", like=model)
 
 
-def test_a_fifo_as_data_is_one_line_at_once(tmp_path, iris_like, run, capsys):
-    """Opening a FIFO waits for a writer: predict and evaluate blocked for ever on one."""
+def test_a_fifo_as_data_is_one_line_at_once(tmp_path, iris_like, run, capsys, monkeypatch):
+    """Opening a FIFO waits for a writer: predict and evaluate blocked for ever on one.  The refusal comes
+    before a cluster is started."""
     import os
+
+    from dsvm.app import model_commands
 
     from helpers import call_near_fifos
 
+    monkeypatch.setattr(model_commands, "connect_from_args", lambda args: pytest.fail("a cluster was started"))
     fifo = tmp_path / "new.csv"
     os.mkfifo(fifo)
     for command in (("predict", iris_like / "m.npz", fifo, "--out", tmp_path / "p.npy"),
-                    ("evaluate", iris_like / "m.npz", fifo)):
+                    ("evaluate", iris_like / "m.npz", fifo), ("train", fifo, "--model", tmp_path / "t.npz")):
         capsys.readouterr()
         assert call_near_fifos(lambda c=command: run(*c) == 1 or pytest.fail("exit status 0"), fifo) is None
         assert _error_line(capsys, command[0]) == (
