@@ -675,7 +675,10 @@ def test_closing_a_started_cluster_prints_no_traceback(tmp_path):
     script.write_text(SHUTDOWN_SCRIPT)
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
-    assert proc.stderr.strip() == "", proc.stderr[-3000:]
+    # nothing of the close: no traceback, no comm error (a loaded machine may still log that the event loop
+    # was slow, which says nothing about the close)
+    assert not [line for line in proc.stderr.splitlines() if line.strip() and "unresponsive" not in line], \
+        proc.stderr[-3000:]
 
 
 def test_closing_a_cluster_of_in_process_workers_leaves_this_process_logging():
