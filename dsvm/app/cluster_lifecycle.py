@@ -50,9 +50,8 @@ from typing import Any
 from ..exceptions import ClusterSpecError
 from ..user_files import open_user_file
 
-__all__ = ["JobFailures", "JobState", "job_failures", "slurm_job_states", "wait_for_workers",
-           "HOPELESS_REASONS", "ENDED_STATES", "check_local_sizes", "local_cluster_options", "LOCAL_OPTIONS",
-           "quiet_workers", "close_quietly", "NOISY_LOGGERS"]
+__all__ = ["job_failures", "slurm_job_states", "wait_for_workers", "HOPELESS_REASONS", "check_local_sizes",
+           "local_cluster_options", "quiet_workers", "close_quietly", "NOISY_LOGGERS"]
 
 logger = logging.getLogger(__name__)
 

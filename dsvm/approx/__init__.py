@@ -7,11 +7,9 @@ Pure numpy on row blocks; passes over the data go through :mod:`dsvm.blocks`.
 from ..exceptions import DenseLandmarksError, MixedScalesWarning, NonFiniteError
 from .kernel_columns import KernelColumnsMap, ProjectedMap
 from .kernels import (
-    COLUMN_STATS_MAX_FEATURES,
     DENSIFY_MAX_FEATURES,
     DENSIFY_SLAB_ROWS,
     KERNELS,
-    MIXED_SCALE_SPREAD,
     KernelSpec,
     PreparedLandmarks,
     check_kernel_params,
@@ -20,14 +18,12 @@ from .kernels import (
     kernel_diagonal,
     kernel_matrix,
     make_kernel_spec,
-    mixed_scales,
     prepare_landmarks,
     resolve_gamma,
     row_sq_norms,
     sq_distances,
 )
 from .landmarks import (
-    LANDMARK_COPIES,
     Landmarks,
     check_dense_landmarks,
     clip_n_components,
@@ -47,16 +43,16 @@ from .nystroem import (
     fit_feature_map,
     nystroem_normalization,
 )
-from .scaling import SCALINGS, Scaling, check_scale, column_stats, fit_scaling, merge_column_stats
+from .scaling import SCALINGS, Scaling, check_scale, fit_scaling
 
 __all__ = [
     "KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
-    "MIXED_SCALE_SPREAD", "COLUMN_STATS_MAX_FEATURES", "mixed_scales", "MixedScalesWarning", "NonFiniteError",
-    "DenseLandmarksError", "check_features", "column_stats", "merge_column_stats",
+    "MixedScalesWarning", "NonFiniteError",
+    "DenseLandmarksError", "check_features",
     "row_sq_norms", "PreparedLandmarks", "prepare_landmarks", "sq_distances", "kernel_block", "kernel_diagonal",
     "kernel_matrix",
     "DENSIFY_MAX_FEATURES", "DENSIFY_SLAB_ROWS",
-    "Landmarks", "LANDMARK_COPIES", "check_dense_landmarks", "dense_rows", "first_unique", "clip_n_components",
+    "Landmarks", "check_dense_landmarks", "dense_rows", "first_unique", "clip_n_components",
     "uniform_landmarks",
     "kmeans_landmarks", "pivoted_landmarks", "select_landmarks", "warn_if_few_distinct",
     "DEFAULT_EIG_RTOL", "default_eig_rtol", "nystroem_normalization", "FeatureMap", "fit_feature_map",

@@ -32,7 +32,7 @@ from .parse_stage import line_offsets, parse_stage, raise_first_error
 from .sources import RowSource, StagedSource, save_part
 from .text import open_binary, read_range
 
-__all__ = ["ingest_csv", "check_delimiter", "default_delimiter", "label_by_names", "csv_width"]
+__all__ = ["ingest_csv", "check_delimiter", "default_delimiter", "csv_width"]
 
 
 def check_delimiter(delimiter: str) -> str:

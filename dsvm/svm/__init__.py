@@ -16,8 +16,6 @@ _MODULES = {
                      "MixedScalesWarning", "DenseLandmarksError"),
     ".base": (
         "BLOCK_BYTES",
-        "MAX_FLOAT32_COST",
-        "MAX_LOSS_SCALE",
         "FitInput",
         "NystroemBase",
         "block_rows_for",
@@ -42,7 +40,7 @@ _MODULES = {
         "open_checkpoint",
         "remove_checkpoint",
     ),
-    ".classifier": ("NystroemSVC", "fit_classifier", "warn_if_one_class"),
+    ".classifier": ("NystroemSVC", "fit_classifier"),
     ".export": ("sklearn_nystroem", "sklearn_scaler", "to_sklearn"),
     ".fitting": ("fit_problems", "problem_stats", "solve_with", "warn_if_not_converged"),
     ".kernel_pegasos": ("PegasosSVC",),
@@ -77,12 +75,12 @@ _MODULES = {
 }
 
 __all__ = [
-    "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier", "warn_if_one_class",
+    "NystroemSVC", "NystroemSVR", "PegasosSVC", "NystroemBase", "fit_classifier",
     "save_model", "load_model", "model_file_problem", "ModelFileError", "CheckpointMismatchError",
     "NonFiniteError", "OneClassFitWarning", "MixedScalesWarning", "DenseLandmarksError",
     "to_sklearn", "sklearn_scaler", "sklearn_nystroem", "to_onnx", "export_onnx", "onnx_file_problem",
     "evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores",
-    "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names", "FitInput",
+    "check_params", "check_cost_scale", "param_names", "FitInput",
     "prepare_fit_input", "prediction_input", "model_decisions",
     "model_decision_blocks", "check_feature_names", "check_dataset_input",
     "unpack_dataset", "check_index_base", "BLOCK_BYTES", "block_rows_for",
