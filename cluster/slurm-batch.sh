@@ -41,7 +41,7 @@
 ##SBATCH --nodes=2
 set -euo pipefail
 
-# SLURM reasons for a pending job that waiting does not change (dsvm.app.cluster_jobs.HOPELESS_REASONS)
+# SLURM reasons for a pending job that waiting does not change (dsvm.app.cluster_lifecycle.HOPELESS_REASONS)
 HOPELESS="PartitionConfig PartitionNodeLimit PartitionTimeLimit BadConstraints InvalidAccount InvalidQOS DependencyNeverSatisfied JobHeldAdmin JobHeldUser"
 
 submit() {  # outside a job: check, submit and follow this script as a batch job
