@@ -33,7 +33,7 @@ from typing import Any
 
 from ..exceptions import ClusterSpecError, ModelFileError, NoWorkersError, PipelineError, UserError
 from ..options import DTYPES, FEATURE_STORES, HESSIANS, KERNELS, LANDMARK_METHODS, SCALINGS, SOLVERS
-from ..progress import set_progress
+from ..progress import progress_shown, set_progress
 from ..signals import sigterm_cleanup
 from ..version import __version__
 
@@ -284,6 +284,8 @@ def _setup_logging(args) -> None:
 
     level = logging.WARNING if args.quiet else getattr(logging, args.log_level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", force=True)
+    for handler in logging.getLogger().handlers:  # the chosen level holds whatever level a dsvm logger has
+        handler.setLevel(level)
     # distributed configures its loggers from dask.config when it is imported
     quiet = logging.getLevelName(max(level, logging.WARNING)).lower()
     dask.config.set({"logging": {name: quiet for name in NOISY_LOGGERS}})
@@ -355,7 +357,7 @@ def cmd_ingest(args) -> int:
     kwargs: dict[str, Any] = dict(format=args.format, y=args.labels, n_features=args.n_features,
                                   zero_based=choice[args.zero_based], **tabular_options(args),
                                   dense=args.dense, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
-                                  progress=not args.no_progress and not args.quiet,
+                                  progress=progress_shown(),
                                   like=_reference(args.like) if args.like else None)
     ds = io.ingest(args.source, args.target, **kwargs)
     logger.info("%s: %d rows x %d features (%s), classes %s", args.target, ds.n_samples, ds.n_features,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..exceptions import InputFileError, NotDsvmOutputError, UserError
 from ..user_files import check_user_path
+from ..progress import progress_shown
 from .cluster import connect_from_args
 
 logger = logging.getLogger("dsvm.cli")
@@ -43,8 +44,9 @@ def check_data_path(args) -> Path:
 
 
 def show_progress_of(args) -> bool:
-    """Whether the command shows the progress of its passes (not with --quiet or --no-progress)."""
-    return not (args.quiet or getattr(args, "no_progress", False))
+    """Whether the command shows the progress of its passes: as the command line set it up (not with
+    --quiet, --no-progress or a log level above INFO; see ``dsvm.app.cli``)."""
+    return progress_shown()
 
 
 @contextlib.contextmanager
