@@ -29,6 +29,7 @@ import datetime
 import errno
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -98,9 +99,17 @@ def read_owner(folder: str | os.PathLike) -> dict | None:
             marker = json.loads(f.read(MAX_MARKER_BYTES))
         except (OSError, ValueError, RecursionError):
             return None
-    ok = (isinstance(marker, dict) and marker.get("format") == MARKER_FORMAT and isinstance(marker.get("pid"), int)
-          and isinstance(marker.get("host"), str) and isinstance(marker.get("process_started"), (int, float)))
-    return marker if ok else None
+    return marker if _valid_marker(marker) else None
+
+
+def _valid_marker(marker) -> bool:
+    """What :func:`mark_owner` writes: a positive PID (not a bool), a host name, a finite positive start time;
+    anything else is not a marker, and a folder holding it is kept."""
+    if not (isinstance(marker, dict) and marker.get("format") == MARKER_FORMAT):
+        return False
+    pid, host, started = marker.get("pid"), marker.get("host"), marker.get("process_started")
+    return (type(pid) is int and 0 < pid < 2**31 and isinstance(host, str) and bool(host)
+            and type(started) in (int, float) and math.isfinite(started) and started > 0)
 
 
 def _process_running(pid: int, started: float | None = None) -> bool:

@@ -203,3 +203,25 @@ def test_clean_removes_the_marker_last(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "rmdir", interrupted)
     assert remove_leftover(item) and not folder.exists()
     assert all(marker for path, marker in seen if path != str(folder))  # sub-folders went while it was there
+
+
+@pytest.mark.parametrize("change", [{"pid": True}, {"pid": 0}, {"pid": -1}, {"pid": 2**40}, {"pid": 1.5},
+                                    {"process_started": float("nan")}, {"process_started": True},
+                                    {"process_started": -3.0}, {"host": ""}],
+                         ids=lambda c: f"{next(iter(c))}={next(iter(c.values()))!r}")
+def test_a_forged_or_invalid_marker_keeps_the_folder(tmp_path, capsys, change):
+    """pid true, pid 0, a NaN start time made a folder stale, so clean removed it with its contents; pid -1
+    aborted the whole clean."""
+    folder = tmp_path / "dsvm-features-7-x.zarr"
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("x")
+    mark_owner(folder, "features")
+    marker = json.loads((folder / OWNER_FILE).read_text())
+    marker.update(change)
+    (folder / OWNER_FILE).write_text(json.dumps(marker))  # NaN is written as JSON's NaN, as a forger would
+    other = tmp_path / "dsvm-features-8-y.zarr"  # a real stale folder next to it is still removed
+    other.mkdir()
+    _mark_as_dead(other)
+    assert main(["-q", "clean", str(tmp_path)]) == 0
+    assert (folder / "thesis.tex").read_text() == "x" and not other.exists()
+    assert "no dsvm owner marker" in capsys.readouterr().out
