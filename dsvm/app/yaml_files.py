@@ -11,6 +11,11 @@ the ``--set`` item) and, where the parser knows it, the line and column:
   every walk over the document (``${...}`` substitution, the key checks)
   would expand; write the value out instead;
 * at most :data:`MAX_DEPTH` levels of nesting (the composer recurses per level);
+* no key twice in one mapping (YAML forbids it; PyYAML keeps the last one silently, so
+  ``{C: 1.0, ..., C: 1000000}`` would train with the second C): the error names the key and both lines;
+* numbers written as YAML 1.2 writes them: ``1e10``, ``1E-3`` or ``.5e3`` are floats (YAML 1.1, which
+  PyYAML follows, needs a dot and a signed exponent, and reads them as strings); only this loader
+  reads them so, PyYAML's own loaders are left as they are;
 * the values a constructor refuses (a date such as ``2020-13-45``, an integer
   of thousands of digits) are errors too, never a traceback.
 """
@@ -18,6 +23,7 @@ the ``--set`` item) and, where the parser knows it, the line and column:
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +41,13 @@ class _Refused(yaml.MarkedYAMLError):
     """Valid YAML that dsvm does not accept (an alias, too deep a nesting)."""
 
 
+# YAML 1.2's core schema floats with an exponent, which YAML 1.1's pattern leaves to strings (the ones
+# without an exponent, and `1.5e+3`, it reads already)
+_FLOAT_1_2 = re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$")
+
+
 class _UserLoader(yaml.SafeLoader):
-    """``SafeLoader`` without aliases and with bounded nesting."""
+    """``SafeLoader`` without aliases or duplicate keys, with bounded nesting and YAML 1.2's floats."""
 
     def __init__(self, stream):
         super().__init__(stream)
@@ -54,6 +65,24 @@ class _UserLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        """The mapping, refused if a key occurs twice in it (merge keys ``<<`` aside, which YAML lets a
+        mapping override)."""
+        if isinstance(node, yaml.MappingNode):
+            first: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                if key in first:
+                    raise _Refused(problem=f"duplicate key {key!r} (first given at line {first[key].line + 1})",
+                                   problem_mark=key_node.start_mark)
+                first[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
+_UserLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_1_2, list("-+0123456789."))
 
 
 def _describe(exc: BaseException) -> str:

@@ -4,8 +4,10 @@ naming the file, nothing in it expands without bound, and a FIFO or a device is 
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
+import yaml
 from helpers import call_near_fifos, run_dsvm
 
 from dsvm.app.cli import main
@@ -117,3 +119,41 @@ def test_a_device_and_a_folder_are_refused(tmp_path):
         load_pipeline("/dev/zero")
     with pytest.raises(ClusterSpecError, match="it is a folder, not a regular file"):
         load_cluster_spec(tmp_path)
+
+
+@pytest.mark.parametrize("text, key, line, first", [
+    ("name: p\nmodel:\n  params: {C: 1.0, n_components: 50, random_state: 0, C: 1000000}\n", "C", 3, 3),
+    ("name: p\ndescription: x\nname: q\n", "name", 3, 1),
+])
+def test_a_duplicate_key_is_one_line_naming_the_file_line_and_key(tmp_path, text, key, line, first):
+    """The last of two equal keys won, silently: a pipeline trained with C=1e6 where it read C: 1.0 first."""
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    with pytest.raises(PipelineError) as info:
+        load_pipeline(path)
+    assert re.fullmatch(rf"{re.escape(str(path))}: line {line}, column \d+: duplicate key '{key}' \(first given at "
+                        rf"line {first}\)", _one_line(info.value)), str(info.value)
+
+
+def test_equal_keys_in_different_mappings_are_not_duplicates():
+    assert parse_yaml("a: {x: 1}\nb: {x: 2}\n", ValueError, "x") == {"a": {"x": 1}, "b": {"x": 2}}
+
+
+@pytest.mark.parametrize("text, value", [("1e300", 1e300), ("1e10", 1e10), ("1E-3", 1e-3), (".5e3", 500.0),
+                                         ("-2e2", -200.0), ("+1.5E+2", 150.0), ("3.0e5", 3e5), ("1e999", float("inf"))])
+def test_yaml_1_2_floats_are_numbers(text, value):
+    """YAML 1.1 reads `1e300` (no dot, or an exponent without a sign) as a string: `C: 1e300` was refused as
+    "C must be a finite number, got '1e300'"."""
+    assert parse_yaml(f"C: {text}", ValueError, "x") == {"C": value}
+
+
+@pytest.mark.parametrize("text", ["1e", "e5", "1e5x", "'1e5'", "1_0e3", "0x1e3", "1.2.3e4"])
+def test_what_is_not_a_yaml_1_2_float_stays_as_it_was(text):
+    assert parse_yaml(f"v: {text}", ValueError, "x") == yaml.safe_load(f"v: {text}")
+
+
+def test_the_float_rule_is_dsvms_own_not_pyyaml_s(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("name: p\nmodel:\n  params: {C: 1e3, gamma: 5E-2}\n")
+    assert read_yaml_file(path, PipelineError, "pipeline")["model"]["params"] == {"C": 1000.0, "gamma": 0.05}
+    assert yaml.safe_load("C: 1e300") == {"C": "1e300"}  # PyYAML's own loaders are left as they are
