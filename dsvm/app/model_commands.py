@@ -242,6 +242,40 @@ def _check_train_options(args, regression: bool, cv_only: bool) -> None:
         raise UserError("--model FILE.npz is required (only --cv N without --search runs without one)")
     if args.checkpoint and args.model is None:
         raise UserError("--checkpoint keeps a fit until its model is saved: give --model too")
+    if args.checkpoint and _same_file(args.checkpoint, args.model):
+        raise UserError(f"--checkpoint {args.checkpoint} is the --model file ({args.model}); the checkpoint is kept "
+                        "until the model is saved, so it needs a path of its own")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: the same path once links and ``..`` are resolved, or (both existing)
+    the same file by another name (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is missing: not one file
+        return False
+
+
+def _check_search_values(model, grid: dict[str, list], items: list[str]) -> None:
+    """Every ``--search`` value checked as the fit checks its parameter (``-C nan`` is refused before the work,
+    so is ``--search C=1,nan``), and landmark methods the search cannot share."""
+    from sklearn.base import clone
+
+    from ..model_selection import check_search_landmarks
+    from ..svm import check_params
+    from .search_report import ALIASES
+
+    given = {ALIASES.get(name, name): name for name in (item.partition("=")[0].strip() for item in items)}
+    for key, values in grid.items():
+        for value in values:
+            try:
+                check_params(clone(model).set_params(**{key: value}))
+                if key == "landmarks":
+                    check_search_landmarks([value])
+            except (TypeError, ValueError) as exc:
+                raise UserError(f"--search {given.get(key, key)}: {exc}") from None
 
 
 def _estimator(args, regression: bool, class_weight):
@@ -304,6 +338,7 @@ def train_command(args) -> int:
             grid = parse_search_args(args.search)
         except ValueError as exc:
             raise UserError(f"--search: {exc}") from None
+        _check_search_values(model, grid, args.search)
     if (grid is not None or cv_only) and args.scoring not in SCORINGS:
         raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
     check_data_path(args)

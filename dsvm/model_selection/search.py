@@ -346,6 +346,8 @@ solver_options, random_state, scale
         candidates = self._candidates()
         check_search_landmarks([cand.get("landmarks", self.landmarks) for cand in candidates])
         base = self._base_estimator()
+        for cand in candidates:  # every point as its fit would check it, before any work (C is never refitted)
+            check_params(clone(base).set_params(**cand))
         X_in, y_in = X, y
         data = prepare_classification(base, X, y, sample_weight)
         X_rb, codes, classes, sw, checked = data.X, data.codes, data.classes, data.sample_weight, data.checked

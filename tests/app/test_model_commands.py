@@ -430,3 +430,43 @@ def test_a_fifo_as_data_is_one_line_at_once(tmp_path, iris_like, run, capsys, mo
         assert _error_line(capsys, command[0]) == (
             f"dsvm {command[0]}: error: {fifo}: it is a FIFO (named pipe), not a regular file or a folder; a DATA "
             "file or dataset must be a regular file or a folder")
+
+
+# --------------------------------------------------------------------------- train: refused before the work
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink"])
+def test_model_and_checkpoint_on_one_file_are_refused_before_the_work(tmp_path, files, run, capsys, monkeypatch,
+                                                                     spelling):
+    """`--model c.npz --checkpoint c.npz` ran the whole fit, then refused to save ("not a model written by
+    dsvm (format='dsvm-checkpoint')") and said to rerun the same command, which was refused again."""
+    from dsvm.app import model_commands
+
+    monkeypatch.setattr(model_commands, "connect_from_args", lambda args: pytest.fail("a cluster was started"))
+    model = tmp_path / "c.npz"
+    (tmp_path / "sub").mkdir()
+    checkpoint = {"same": model, "dotted": tmp_path / "sub" / ".." / "c.npz", "symlink": tmp_path / "link.npz"}[spelling]
+    if spelling == "symlink":
+        checkpoint.symlink_to(model)
+    assert run("train", files["train"].path, "--model", model, "--checkpoint", checkpoint, *FIT) == 1
+    assert _error_line(capsys, "train") == (
+        f"dsvm train: error: --checkpoint {checkpoint} is the --model file ({model}); the checkpoint is kept until "
+        "the model is saved, so it needs a path of its own")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"sub", checkpoint.name} - {"c.npz"})
+
+
+@pytest.mark.parametrize("item, message", [
+    ("C=1,nan", "--search C: C must be a finite number, got nan"),
+    ("C=1,1e300", "--search C: C=1e+300 is too large"),
+    ("gamma=0.1,-1", "--search gamma: gamma"),
+    ("landmarks=uniform,bogus", "--search landmarks: landmarks='bogus' is not supported"),
+    ("tol=1e-3,inf", "--search tol: tol must be a finite number"),
+])
+def test_every_searched_value_is_checked_as_its_parameter_before_the_work(tmp_path, files, run, capsys, monkeypatch,
+                                                                         item, message):
+    """`-C nan` was refused at once, `--search C=1,nan` only when fold 0 met it ("the objective is not finite")."""
+    from dsvm.app import model_commands
+
+    monkeypatch.setattr(model_commands, "connect_from_args", lambda args: pytest.fail("a cluster was started"))
+    assert run("train", files["train"].path, "--model", tmp_path / "m.npz", "--search", item, "--cv", 2, *FIT) == 1
+    line = _error_line(capsys, "train")
+    assert line.startswith(f"dsvm train: error: {message}"), line
+    assert list(tmp_path.iterdir()) == []

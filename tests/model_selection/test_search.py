@@ -269,6 +269,21 @@ def test_landmarks_the_search_cannot_share_are_refused_before_any_work(circles, 
         NystroemSVCCV(grid, landmarks=landmarks, n_components=20).fit(X, y)
 
 
+@pytest.mark.parametrize("grid, message", [({"C": [1.0, np.nan]}, "C must be a finite number, got nan"),
+                                           ({"C": [1.0, 1e300]}, r"C=1e\+300 is too large"),
+                                           ({"C": [1.0], "n_components": [20, 0]}, "n_components")])
+def test_every_grid_value_is_checked_before_any_work(circles, monkeypatch, grid, message):
+    """C is a cheap axis of the search, never checked: `C=[1, nan]` failed in fold 0 ("objective not finite")."""
+    X, y = circles
+
+    def boom(*args, **kwargs):
+        raise AssertionError("folds were built")
+
+    monkeypatch.setattr(SearchContext, "build", boom)
+    with pytest.raises(ValueError, match=message):
+        NystroemSVCCV(grid, n_components=20).fit(X, y)
+
+
 def test_score_from_confusion():
     cm = np.array([[50, 10], [5, 35]])
     assert score_from_confusion(cm, "accuracy") == 0.85
