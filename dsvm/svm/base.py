@@ -182,6 +182,30 @@ def check_params(est) -> None:
         check_positive_int("block_rows", est.block_rows)
     check_scale(getattr(est, "scale", None))
     _check_magnitudes(est)
+    _check_class_weight(getattr(est, "class_weight", None))
+    _check_random_state(est.random_state)
+
+
+def _check_class_weight(class_weight) -> None:
+    """The form of ``class_weight`` (its labels are checked against the classes when the fit knows them)."""
+    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
+        return
+    if not isinstance(class_weight, dict):
+        raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+    for label, weight in class_weight.items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) or not np.isfinite(weight) \
+                or weight < 0:
+            raise ValueError(f"class_weight must be finite and non-negative; label {label!r} has {weight!r}")
+
+
+def _check_random_state(random_state) -> None:
+    """What seeds the fit's generators: None, a seed NumPy takes (0 to 2**32 - 1) or a ``RandomState``."""
+    if random_state is None or isinstance(random_state, np.random.RandomState):
+        return
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
+            or not 0 <= random_state < 2**32:
+        raise ValueError(f"random_state must be None, an integer from 0 to 2**32 - 1 or a numpy RandomState, "
+                         f"got {random_state!r}")
 
 
 def _check_magnitudes(est) -> None:
