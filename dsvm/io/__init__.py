@@ -22,6 +22,7 @@ from .csv_ingest import csv_width
 from .dataset import Dataset, open_dataset
 from .frames import check_numeric_columns
 from .ingestion import ingest
+from .label_text import label_texts
 from .layout import FORMAT_NAME, FORMAT_VERSION, to_json_scalar
 from .replace import (
     TMP_SUFFIX,
@@ -36,13 +37,14 @@ from .replace import (
     write_file,
 )
 from .split import split_dataset
-from .synthetic import make_classification_zarr
+from .synthetic import check_synthetic_options, make_classification_zarr
 from .text import detect_format
 from .writer import write_dataset
 
 __all__ = [
-    "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr", "detect_format",
-    "check_numeric_columns", "csv_width",
+    "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr",
+    "check_synthetic_options", "detect_format",
+    "check_numeric_columns", "csv_width", "label_texts",
     "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",

@@ -4,9 +4,10 @@ Every feature field of every non-blank line must be a finite decimal number
 (``1``, ``-0.5``, ``2.5e-3``; no missing values, no NaN or infinity, no
 hexadecimal), optionally in double quotes (``"1.5"``, as the ``csv`` module
 reads it); the label field is a number or any non-empty text (a class name,
-see :mod:`dsvm.io.labels`).  All lines have the same number of fields, ``#``
-starts a comment, and a UTF-8 byte order mark at the start of the file is
-skipped.
+see :mod:`dsvm.io.labels`), not a missing-value marker, and a label written as
+an integer is at most 2**53 in magnitude (:mod:`dsvm.io.label_text`).  All
+lines have the same number of fields, ``#`` starts a comment, and a UTF-8 byte
+order mark at the start of the file is skipped.
 
 A first line is taken for a header only when it cannot be data: when every
 field is a name (not empty, not a number, not a missing-value marker such as
@@ -27,7 +28,14 @@ import warnings
 
 import numpy as np
 
-from .label_text import label_texts
+from .label_text import (
+    INEXACT_HINT,
+    MAX_EXACT_INTEGER,
+    integer_text_problem,
+    is_missing_text,
+    label_text_problem,
+    label_texts,
+)
 
 __all__ = ["parse_csv_block", "locate_csv_error", "locate_first_row", "canonical_label_texts", "split_header",
            "looks_like_header", "strip_bom", "is_number", "BOM"]
@@ -38,8 +46,6 @@ QUOTE = '"'
 _NUMBER = re.compile(rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)", re.IGNORECASE)
 # fields that stand for a missing number rather than a column name
 _MISSING = {b"na", b"n/a", b"nan", b"null", b"none", b"?", b"-", b".", b"nil", b"missing"}
-# label texts read as a missing label rather than a class name (what pandas reads as missing)
-MISSING_LABELS = {"na", "n/a", "nan", "null"}
 
 
 def strip_bom(raw: bytes) -> bytes:
@@ -136,7 +142,29 @@ def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None, la
     if label_column is None:
         return arr, np.zeros(arr.shape[0]), first
     col = _located(raw, delimiter, label_column, arr.shape[1])
+    if (np.abs(arr[:, col]) >= MAX_EXACT_INTEGER).any():  # some label may be an integer a float64 cannot hold
+        inexact = _inexact_label(raw, delimiter, label_column)
+        if inexact is not None:
+            err = ValueError(inexact[1])
+            err.line = inexact[0]  # type: ignore[attr-defined]
+            raise err
     return np.delete(arr, col, axis=1), arr[:, col], first
+
+
+def _inexact_label(raw: bytes, delimiter: str, label_column: int) -> tuple[int, str] | None:
+    """1-based line and message of the first label written as an integer beyond 2**53, or None."""
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        fields = _fields(line, delimiter)
+        if fields:
+            col = _label_index(label_column, len(fields))
+            problem = integer_text_problem(fields[col].decode("utf-8", "replace"))
+            if problem is not None:
+                return lineno, f"{problem} (field {col + 1}) in line {_shown(line)!r}{INEXACT_HINT}"
+    return None
+
+
+def _shown(line: bytes) -> str:
+    return line.rstrip(b"\r").decode("utf-8", "replace")[:120]
 
 
 def _located(raw: bytes, delimiter: str, label_column: int, n_fields: int) -> int:
@@ -216,9 +244,11 @@ def canonical_label_texts(labels: np.ndarray) -> np.ndarray:
     values, inverse = np.unique(labels, return_inverse=True)
     out = []
     for v in values.tolist():
-        if not v or v.lower() in MISSING_LABELS or not v.isprintable():
+        if label_text_problem(v) is not None:
             raise ValueError("missing or unprintable label")
         number = is_number(v.encode("utf-8"))
+        if number and integer_text_problem(v) is not None:
+            raise ValueError("an integer label beyond 2**53")
         out.append(label_texts(np.array([float(v)]))[0] if number else v)
     return np.array(out, dtype=str)[inverse] if out else labels
 
@@ -234,7 +264,7 @@ def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, l
         fields = _fields(line, delimiter)
         if not fields:
             continue
-        shown = line.rstrip(b"\r").decode("utf-8", "replace")[:120]
+        shown = _shown(line)
         if n_columns is None:
             n_columns = len(fields)
         if len(fields) != n_columns:
@@ -243,12 +273,14 @@ def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, l
         for col, field in enumerate(fields):
             text = field.decode("utf-8", "replace")
             if col == label:
-                if not field or text.lower() in MISSING_LABELS:
+                if is_missing_text(text):
                     return lineno, f"a missing label {text!r} (field {col + 1}) in line {shown!r}"
                 if not text.isprintable():
                     return lineno, f"label {text!r} (field {col + 1}) holds control characters in line {shown!r}"
                 if is_number(field) and not np.isfinite(float(field)):
                     return lineno, f"label {text!r} (field {col + 1}) is not a finite number in line {shown!r}"
+                if is_number(field) and (problem := integer_text_problem(text)) is not None:
+                    return lineno, f"{problem} (field {col + 1}) in line {shown!r}{INEXACT_HINT}"
                 continue
             if not is_number(field):
                 what = "an empty field" if not field else f"cannot parse {text!r}"

@@ -41,7 +41,7 @@ from .csv_ingest import ingest_csv
 from .dataset import open_dataset
 from .frames import PARQUET_SUFFIXES, is_dask_frame, is_pandas_frame, pandas_arrays, stage_dask_frame, \
     stage_parquet, table_columns
-from .labels import block_labels, is_numeric_labels, warn_if_continuous, with_class_names
+from .labels import block_labels, check_numeric_labels, is_numeric_labels, warn_if_continuous, with_class_names
 from .libsvm import LineError, line_at, parse_libsvm_block
 from .parse_stage import line_offsets, parse_stage, raise_first_error
 from .sources import NpySource, RowSource, StagedSource, save_csr_part
@@ -134,10 +134,11 @@ def _npy_source(source, y) -> tuple[RowSource, str, dict[str, Any]]:
         raise ValueError(f"{x_path}: labels are missing; pass y=<path to .npy> or an array")
     rows = NpySource(str(x_path), y)
     labels = np.load(rows.y_path, mmap_mode="r") if rows.y_path else rows.y
-    if is_numeric_labels(labels):
-        return rows, str(x_path), {}
     where = rows.y_path or "y"
     try:
+        if is_numeric_labels(labels):
+            check_numeric_labels(labels, where)
+            return rows, str(x_path), {}
         source_rows, extra = with_class_names(rows, [block_labels(labels, where)], where)
     except ValueError as exc:
         raise InputFileError(str(exc)) from None

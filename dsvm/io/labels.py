@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from .label_text import is_number_text, label_texts, number_text
+from .label_text import check_numeric_labels, is_number_text, label_texts, number_text
 from .sources import RowSource
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_CLASS_NAMES", "label_texts", "is_numeric_labels", "storable_labels", "block_labels", "merge_block_labels",
-           "EncodedLabels", "encode_label_array", "with_class_names", "lone_text_label", "warn_if_continuous"]
+__all__ = ["MAX_CLASS_NAMES", "label_texts", "check_numeric_labels", "is_numeric_labels", "storable_labels",
+           "block_labels", "merge_block_labels", "EncodedLabels", "encode_label_array", "with_class_names", "lone_text_label", "warn_if_continuous"]
 
 # a classifier's labels are a few classes; more distinct texts than this is a wrong label column
 MAX_CLASS_NAMES = 10_000
@@ -45,9 +45,13 @@ def is_numeric_labels(y) -> bool:
 
 
 def storable_labels(y, where: str = "y") -> np.ndarray:
-    """Labels as a staging part saves them: numbers as they are, anything else as texts (no object arrays)."""
+    """Labels as a staging part saves them: numbers as they are, anything else as texts (no object arrays).
+
+    ``ValueError`` naming ``where`` and the row for a label the rules of
+    :mod:`dsvm.io.label_text` refuse (missing, or an unsigned integer beyond int64).
+    """
     arr = np.asarray(y)
-    return arr if arr.dtype.kind in "biuf" else label_texts(arr, where)
+    return check_numeric_labels(arr, where) if arr.dtype.kind in "biuf" else label_texts(arr, where)
 
 
 def block_labels(y, where: str = "y") -> dict[str, Any]:

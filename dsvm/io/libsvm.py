@@ -26,7 +26,8 @@ the error.  The accepted format (see also ``dsvm.io.ingest``):
   lines holding only a comment, a missing final newline and trailing spaces
   are fine; a line with only a label is a row with no features;
 * labels and values are decimal numbers (``+1``, ``-1.0``, ``0.5e-3``) and must be
-  finite; values are stored in the requested dtype and must stay finite;
+  finite; a label written as an integer is at most 2**53 in magnitude (a float64
+  holds no larger integer exactly, see :mod:`dsvm.io.label_text`); values are stored in the requested dtype and must stay finite;
 * indices are unsigned decimal integers, **strictly increasing within a line**
   (as LIBSVM and scikit-learn require), at most :data:`MAX_FEATURE_INDEX` (so
   that ``n_features`` fits the 32-bit indices of sparse matrices; a larger
@@ -40,6 +41,8 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+
+from .label_text import INEXACT_HINT, MAX_EXACT_INTEGER, integer_text_problem
 
 __all__ = ["ParsedBlock", "LineError", "parse_libsvm_block", "check_line", "locate_error", "line_at",
            "MAX_FEATURE_INDEX"]
@@ -388,6 +391,9 @@ def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):
     y = _parse_numbers(buf, u64, lab_start, lab_end, _dot_in(dots, lab_start, lab_end))
     if not np.isfinite(y).all():
         raise _Invalid
+    for k in np.flatnonzero(np.abs(y) >= MAX_EXACT_INTEGER).tolist():  # an integer a float64 cannot hold?
+        if integer_text_problem(buf[lab_start[k]:lab_end[k]].tobytes().decode("ascii", "replace")) is not None:
+            raise _Invalid
     # indices
     colon_pos = ev[colon]
     idx, ok = _parse_uint(u64, ev[colon - 1] + 1, colon_pos)
@@ -474,6 +480,9 @@ def check_line(
     label = float(label_tok)
     if not np.isfinite(label):
         raise ValueError(f"label {_short(label_tok)!r} is not finite {where}")
+    problem = integer_text_problem(label_tok.decode("ascii"))
+    if problem is not None:
+        raise ValueError(f"{problem} {where}{INEXACT_HINT}")
     feats: list[tuple[int, float]] = []
     last = -1
     for tok in tokens[1:]:

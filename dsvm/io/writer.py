@@ -54,7 +54,7 @@ from .layout import (
     write_attrs,
 )
 from .progress import ProgressBar, compute_tasks
-from .labels import block_labels, is_numeric_labels, storable_labels, with_class_names
+from .labels import block_labels, check_numeric_labels, is_numeric_labels, storable_labels, with_class_names
 from .sources import ArraySource, Part, RowSource, StagedSource, label_dtype, save_part
 
 logger = logging.getLogger(__name__)
@@ -161,6 +161,8 @@ def _write_chunk(source: RowSource, root: str, i: int, start: int, stop: int, la
     else:
         if y.dtype.kind == "f":
             raise TypeError(f"rows {start}-{stop - 1}: float labels where integer labels were expected")
+        if y.dtype.kind == "u":  # int64 is what is stored: an unsigned label beyond it would wrap to a negative one
+            check_numeric_labels(y, f"rows {start}-{stop - 1}")
         y = y.astype(np.int64)
         bad = y == INT_LABEL_FILL
     if bad.any():
@@ -432,7 +434,9 @@ def write_dataset(
             rows_source, label_attrs = stage_dask_arrays(Xd, y, work / "staging", dtype, progress)
         else:
             rows_source, label_attrs = ArraySource(X, y), {}
-            if not is_numeric_labels(y):
+            if is_numeric_labels(y):
+                check_numeric_labels(y, "y")
+            else:
                 rows_source, label_attrs = with_class_names(rows_source, [block_labels(y)], "y")
         extra.update(label_attrs)
         space.bytes = stored_bytes_bound(rows_source, dtype)

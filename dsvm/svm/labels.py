@@ -15,6 +15,7 @@ from sklearn.utils import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from ..blocks import RowBlocks, aligned_vector, is_dask_array, row_index_blocks
+from ..io import label_texts
 from .base import check_params, prepare_fit_input
 from .block_tasks import (
     class_counts_block,
@@ -71,7 +72,14 @@ def check_sample_weight_blocks(sw: RowBlocks, codes: RowBlocks | None = None, n_
 
 
 def check_labels(y: np.ndarray) -> np.ndarray:
-    """In-memory classification labels (scikit-learn's check: not continuous, not multi-output)."""
+    """In-memory classification labels (scikit-learn's check: not continuous, not multi-output).
+
+    Labels that are not numbers follow the rule of every file dsvm reads (:func:`dsvm.io.label_texts`): a
+    missing one (None, NaN, ``""``, a marker such as ``"nan"`` or ``"NA"``) or one holding control
+    characters is a ``ValueError`` naming its row, never a class.
+    """
+    if np.asarray(y).dtype.kind in "OU":
+        label_texts(y, "y")
     check_classification_targets(y)
     return y
 

@@ -154,3 +154,95 @@ def test_datasets_of_the_previous_format_still_open_and_train(tmp_path, name):
     assert model.classes_.tolist() == [-1, 1]
     if name.startswith("csv"):
         assert model.feature_names_in_.tolist() == ["alpha", "bravo"]
+
+
+# labels that cannot be held exactly, or that mark a missing value, are refused by every source --------
+BIG = 2**53  # the largest integer up to which a float64 holds every integer exactly
+
+
+@pytest.mark.parametrize("fmt, text", [
+    ("csv", "label,a\n1,0.5\n{big},1.5\n{big1},2.5\n"),
+    ("csv", "label,a\nsetosa,0.5\n{big},1.5\n{big1},2.5\n"),  # class names: the texts of numbers
+    ("csv", 'label,a\n1,0.5\n{big},"1.5"\n{big1},2.5\n'),  # quoted: read field by field
+    ("libsvm", "# labels\n1 1:0.5\n{big} 1:1.5\n{big1} 1:2.5\n"),
+])
+def test_integer_labels_beyond_2_53_are_refused_naming_the_line(tmp_path, fmt, text):
+    """2**53 + 1 reads as the float 2**53: two classes would merge into one without a word."""
+    src = _csv(tmp_path / f"merge.{fmt}", text.format(big=BIG, big1=BIG + 1))
+    with pytest.raises(InputFileError, match=rf"^merge\.{fmt}:4: label '{BIG + 1}'.*beyond 2\*\*53"):
+        ingest(src, tmp_path / "d.zarr", format=fmt)
+    assert not (tmp_path / "d.zarr").exists()
+    # 2**53 itself is held exactly, and reads back as the integer it is; float notation stays a float
+    ok = _csv(tmp_path / f"ok.{fmt}", text.format(big=BIG, big1="1e300").replace("setosa", "1"))
+    ds = ingest(ok, tmp_path / "e.zarr", format=fmt)
+    assert ds.classes.tolist() == [1.0, float(BIG), 1e300]
+    from dsvm.io.label_text import number_text
+
+    assert number_text(float(BIG)) == str(BIG)
+
+
+def _uint_labels(n: int) -> np.ndarray:
+    return np.where(np.arange(n) % 2 == 0, np.uint64(2**64 - 1), np.uint64(10**19))
+
+
+def test_uint64_labels_beyond_int64_are_refused_not_wrapped(tmp_path):
+    """dsvm stores integer labels as int64; 2**64 - 1 became -1 and 10**19 a negative number."""
+    X = np.arange(8.0).reshape(4, 2)
+    y = _uint_labels(4)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "yu.npy", y)
+    message = r"the label of row 0 \(18446744073709551615\) is beyond 2\*\*63 - 1"
+    with pytest.raises(InputFileError, match=r"yu\.npy: " + message):
+        ingest(tmp_path / "X.npy", tmp_path / "a.zarr", y=tmp_path / "yu.npy")
+    with pytest.raises(ValueError, match=message):
+        write_dataset(tmp_path / "b.zarr", X, y)
+    with pytest.raises(ValueError, match=message):
+        ingest((da.from_array(X, chunks=(2, 2)), da.from_array(y, chunks=2)), tmp_path / "c.zarr")
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "label": y})
+    with pytest.raises(ValueError, match=message):
+        ingest(frame, tmp_path / "d.zarr", label_column="label")
+    pytest.importorskip("pyarrow")
+    frame.to_parquet(tmp_path / "u.parquet")
+    with pytest.raises(ValueError, match=r"u\.parquet.*" + message):
+        ingest(tmp_path / "u.parquet", tmp_path / "e.zarr", label_column="label")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.npy", "u.parquet", "yu.npy"]
+    # uint64 labels within int64 are kept as they are
+    small = np.array([2**63 - 1, 3, 2**63 - 1, 3], dtype=np.uint64)
+    assert write_dataset(tmp_path / "f.zarr", X, small).classes.tolist() == [3, 2**63 - 1]
+
+
+@pytest.mark.parametrize("marker", ["nan", "NA", "null", " N/A "])
+def test_missing_value_markers_are_missing_labels_in_every_source(tmp_path, marker):
+    """The CSV reader's rule ('nan' is a missing label, not a class) holds for .npy, arrays and tables."""
+    X = np.arange(8.0).reshape(4, 2)
+    y = np.array(["a", "b", marker, "a"])
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "ys.npy", y)
+    message = rf"the label of row 2 is missing \({marker!r}\)"
+    with pytest.raises(InputFileError, match=r"ys\.npy: " + message):
+        ingest(tmp_path / "X.npy", tmp_path / "a.zarr", y=tmp_path / "ys.npy")
+    for labels in (y, y.astype(object)):
+        with pytest.raises(ValueError, match=message):
+            write_dataset(tmp_path / "b.zarr", X, labels)
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "label": y})
+    with pytest.raises(ValueError, match=message):
+        ingest(frame, tmp_path / "d.zarr", label_column="label")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X.npy", "ys.npy"]
+
+
+def test_labels_with_control_characters_are_refused_in_every_source(tmp_path):
+    X = np.arange(4.0).reshape(2, 2)
+    with pytest.raises(ValueError, match=r"the label of row 1 \('b\\nc'\) holds control characters"):
+        write_dataset(tmp_path / "b.zarr", X, np.array(["a", "b\nc"]))
+
+
+def test_large_integers_among_class_names_stay_distinct(tmp_path):
+    """Python ints among text labels are written exactly (2**53 + 1 read as a float was 2**53)."""
+    X = np.arange(8.0).reshape(4, 2)
+    labels = np.array(["a", BIG, BIG + 1, 2**64 - 1], dtype=object)
+    ds = write_dataset(tmp_path / "a.zarr", X, labels)
+    assert ds.classes.tolist() == sorted(["a", str(BIG), str(BIG + 1), str(2**64 - 1)])
