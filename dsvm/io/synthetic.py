@@ -22,6 +22,7 @@ it — and any row range can be produced on its own.
 from __future__ import annotations
 
 import logging
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,7 @@ from .writer import check_dtype, stored_bytes_bound, write_source
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["make_classification_zarr", "SphereSource"]
+__all__ = ["make_classification_zarr", "check_synthetic_options", "SphereSource"]
 
 GENERATION_BLOCK = 65536
 GENERATOR = "sphere-v1"
@@ -80,6 +81,42 @@ class SphereSource(RowSource):
         flip = u[:, self.n_features] < self.noise
         y[flip] = -y[flip]
         return X, y
+
+
+def _whole(value) -> bool:
+    """A whole number: an integer (``bool`` is not one) or a float with no fraction (``n_samples=1e6``)."""
+    return (not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real) and bool(np.isfinite(value))
+            and value == int(value))
+
+
+def check_synthetic_options(n_samples, n_features=20, *, n_informative=5, noise=0.05, chunk_rows=None,
+                            chunk_bytes=None, random_state=0, dtype="float32", progress=False) -> None:
+    """Check the arguments of :func:`make_classification_zarr` (their types too) without writing anything.
+
+    Raises
+    ------
+    ValueError
+        Naming the first argument that is wrong and its value.
+    """
+    if not _whole(n_samples) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+    if not _whole(n_features) or n_features < 1:
+        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
+    if not _whole(n_informative) or not 1 <= n_informative <= n_features:
+        raise ValueError(f"n_informative must be between 1 and n_features={n_features}, got {n_informative!r}")
+    if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not 0.0 <= noise <= 0.5:
+        raise ValueError(f"noise must be between 0 and 0.5, got {noise!r}")
+    if random_state is not None and (not _whole(random_state) or random_state < 0):
+        raise ValueError(f"random_state must be a non-negative integer or None, got {random_state!r}")
+    for name, value in (("chunk_rows", chunk_rows), ("chunk_bytes", chunk_bytes)):
+        if value is not None and (not _whole(value) or value < 1):
+            raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+    try:
+        check_dtype(dtype)
+    except TypeError:  # numpy's "data type 'abc' not understood"
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if not isinstance(progress, (bool, np.bool_)):
+        raise ValueError(f"progress must be True or False, got {progress!r}")
 
 
 def make_classification_zarr(
@@ -126,19 +163,11 @@ def make_classification_zarr(
         Labels are -1 / +1 (int64), about half of each.
     """
 
+    check_synthetic_options(n_samples, n_features, n_informative=n_informative, noise=noise, chunk_rows=chunk_rows,
+                            chunk_bytes=chunk_bytes, random_state=random_state, dtype=dtype, progress=progress)
     dtype = check_dtype(dtype)
-    if int(n_samples) != n_samples or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-    if int(n_features) != n_features or n_features < 1:
-        raise ValueError(f"n_features must be a positive integer, got {n_features!r}")
-    if not 1 <= n_informative <= n_features:
-        raise ValueError(f"n_informative must be between 1 and n_features={n_features}, got {n_informative!r}")
-    if not 0.0 <= noise <= 0.5:
-        raise ValueError(f"noise must be between 0 and 0.5, got {noise!r}")
     if random_state is None:
         random_state = int(np.random.SeedSequence().entropy % 2**32)
-    if isinstance(random_state, (bool, np.bool_)) or int(random_state) != random_state or random_state < 0:
-        raise ValueError(f"random_state must be a non-negative integer or None, got {random_state!r}")
     source = SphereSource(int(n_samples), int(n_features), int(n_informative), float(noise), int(random_state))
     attrs = {
         "source": "synthetic",

@@ -64,3 +64,28 @@ def test_arguments(tmp_path):
     with pytest.raises(FileExistsError):
         make_classification_zarr(tmp_path / "a.zarr", 10)
     assert make_classification_zarr(tmp_path / "a.zarr", 20, overwrite=True).n_samples == 20
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"n_features": "abc"}, r"^n_features must be a positive integer, got 'abc'$"),
+    ({"n_samples": {"a": 1}}, r"^n_samples must be a positive integer, got \{'a': 1\}$"),
+    ({"n_samples": 2.5}, r"^n_samples must be a positive integer, got 2\.5$"),
+    ({"n_samples": True}, r"^n_samples must be a positive integer, got True$"),
+    ({"n_informative": "2"}, r"^n_informative must be between 1 and n_features=20, got '2'$"),
+    ({"noise": "x"}, r"^noise must be between 0 and 0\.5, got 'x'$"),
+    ({"noise": float("nan")}, r"^noise must be between 0 and 0\.5, got nan$"),
+    ({"random_state": "x"}, r"^random_state must be a non-negative integer or None, got 'x'$"),
+    ({"chunk_rows": 0}, r"^chunk_rows must be a positive integer or None, got 0$"),
+    ({"dtype": "abc"}, r"^dtype must be float32 or float64, got 'abc'$"),
+])
+def test_arguments_of_the_wrong_type_name_the_argument_before_anything_is_written(tmp_path, options, message):
+    """`n_features="abc"` was numpy's "invalid literal for int() with base 10: 'abc'", naming nothing."""
+    from dsvm.io import check_synthetic_options
+
+    args = {"n_samples": 10, **options}
+    with pytest.raises(ValueError, match=message):
+        check_synthetic_options(**args)
+    with pytest.raises(ValueError, match=message):
+        make_classification_zarr(tmp_path / "a.zarr", **args)
+    assert list(tmp_path.iterdir()) == []
+    check_synthetic_options(10.0, np.int64(3), n_informative=2, random_state=None)  # whole floats, numpy integers
