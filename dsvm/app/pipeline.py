@@ -42,18 +42,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import PipelineError
-from ..io import ingest, make_classification_zarr, open_dataset, split_dataset
-from ..svm import NystroemSVC, evaluate, save_model
+from ..io import check_replaceable, check_target, ingest, make_classification_zarr, open_dataset, split_dataset
+from ..svm import NystroemSVC, evaluate, model_file_problem, save_model
 from .paper import run_paper
 from .pipeline_spec import check_inputs, check_pipeline, model_params, search_grid
 from .report import json_safe, machine_line, plot_accuracy_vs_k, plot_convergence, train_report_markdown
-from .report_files import OUTPUT_MARKER, check_output_folder, claim_output_folder, write_report_file
+from .report_files import (OUTPUT_MARKER, check_output_folder, claim_output_folder, mark_output_folder,
+                           report_file_problem, write_report_file)
 from .search_report import cv_table, search_and_report
 
 logger = logging.getLogger(__name__)
@@ -93,11 +95,13 @@ def _split_dataset(ds, data_dir: Path, opts: Any):
 
 @contextmanager
 def _remove_new_empty_dirs_on_failure(path: Path):
-    """On failure, remove ``path`` and those of its parents this run created, if still empty.
+    """On failure, remove ``path`` and those of its parents this run created, if they hold nothing else.
 
-    Only empty folders are removed (``rmdir``; besides the output marker this run
-    wrote), so nothing that existed before the run, and nothing written into them,
-    is ever deleted.
+    Only a folder that holds nothing, or nothing but the output marker this run
+    wrote, is removed, so nothing that existed before the run, and nothing
+    written into them, is ever deleted.  The marker goes only with its folder:
+    a folder that stays (it holds the data the failed run ingested) keeps it,
+    so the next run, with ``--overwrite``, may write there.
     """
     new = []  # deepest first
     for p in (path, *path.parents):
@@ -108,21 +112,76 @@ def _remove_new_empty_dirs_on_failure(path: Path):
         yield
     except BaseException:
         for p in new:
-            try:
-                (p / OUTPUT_MARKER).unlink(missing_ok=True)
-                p.rmdir()
-            except OSError:
-                pass
+            _remove_if_empty(p)
         raise
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """``rmdir`` a folder that holds nothing but (perhaps) dsvm's marker; the marker is put back if the folder
+    cannot go (something was written into it meanwhile)."""
+    try:
+        names = set(os.listdir(folder))
+    except OSError:
+        return
+    if names - {OUTPUT_MARKER}:
+        return
+    try:
+        if names:
+            (folder / OUTPUT_MARKER).unlink()
+        os.rmdir(folder)
+    except OSError:
+        if names:
+            try:
+                mark_output_folder(folder)
+            except OSError:
+                logger.warning("%s: its %s marker could not be put back", folder, OUTPUT_MARKER)
+
+
+def _run_outputs(spec: dict[str, Any], out: Path) -> list[tuple[Path, Any, str]]:
+    """``(path, rule, what)`` of every file and dataset a run writes into ``out``: the rule is the one
+    its write applies (``rule(path)`` is None for an output dsvm may replace)."""
+    report = [(out / name, report_file_problem, "report file") for name in ("report.json", "report.md")]
+    if spec.get("kind") == "paper":
+        return report
+    data, model = spec["data"], spec.get("model") or {}
+    stores = [f"{role}.zarr" for role in ("train", "test") if data.get(role) and "zarr" not in data[role]]
+    stores += ["train_split.zarr", "test_split.zarr"] if data.get("split") is not None else []
+    files = ["cv_results.csv", "cv_results.json", "cv_results.md", "cv_heatmap.png"] if model.get("search") else []
+    if (spec.get("report") or {}).get("plots", True):
+        files.append("convergence.png")
+        if (spec.get("experiments") or {}).get("accuracy_vs_k"):
+            files.append("accuracy_vs_k.png")
+    return [*report, (out / "model.npz", model_file_problem, "model"),
+            *[(out / name, report_file_problem, "report file") for name in files],
+            *[(out / "data" / name, None, "dataset") for name in stores]]
+
+
+def _check_run_outputs(spec: dict[str, Any], out: Path) -> None:
+    """Before any work: every output of the run may be written (absent, or one dsvm may replace).
+
+    Raises
+    ------
+    NotDsvmOutputError
+        Naming the first output that is not one dsvm wrote (a FIFO at ``report.json``, a user's file
+        at ``model.npz``, a folder at ``data/train.zarr``).
+    """
+    for path, rule, what in _run_outputs(spec, out):
+        if rule is None:
+            check_target(path, overwrite=True)
+        else:
+            check_replaceable(path, True, rule, what)
 
 
 def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
     """Run a loaded pipeline with the current Dask scheduler.
 
     Everything that can be checked without reading the data is checked first
-    (the keys and model parameters again, since ``spec`` may have been changed
-    after :func:`load_pipeline`; the input files; Clarabel for the paper's
-    structure benchmark), so a bad pipeline fails before anything is written.
+    (the keys, types and model parameters again, since ``spec`` may have been
+    changed after :func:`load_pipeline`; the input files; Clarabel for the
+    paper's structure benchmark; every output the run writes), so a bad
+    pipeline fails before anything is written.  A run that fails later removes
+    the folders it made if they are empty; one that holds its ingested data
+    stays, with its marker.
 
     Parameters
     ----------
@@ -140,11 +199,15 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
         A malformed pipeline, or the paper pipeline without Clarabel.
     FileNotFoundError
         An input file or dataset that does not exist (no output folder is created).
+    NotDsvmOutputError
+        The output folder, or a file or dataset the run would write into it, is not dsvm's (found before
+        any work).
     """
     where = f"pipeline {spec.get('name', '')}".strip()
     check_pipeline(spec, where)
     check_inputs(spec, where)
     out = check_output_folder(spec["output"], "pipeline output folder")
+    _check_run_outputs(spec, out)
     with _remove_new_empty_dirs_on_failure(out / "data"):
         if spec.get("kind") == "paper":
             return run_paper(spec)

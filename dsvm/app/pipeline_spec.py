@@ -20,8 +20,9 @@ from sklearn.model_selection import ParameterGrid
 
 from ..exceptions import PipelineError
 from ..experiments import DEFAULTS, PAPER_DATASETS, dataset_settings, paper_config
-from ..io import ingest, make_classification_zarr
+from ..io import check_synthetic_options, ingest, make_classification_zarr
 from ..model_selection import check_search_landmarks, check_search_params
+from ..options import DTYPES
 from ..reference import require_clarabel
 from ..svm import NystroemSVC, check_params, param_names
 from .search_report import ALIASES, parse_search_args
@@ -46,6 +47,33 @@ REPORT_KEYS = {"plots"}
 DATA_SOURCES = ("source", "zarr", "generate")
 # set by the pipeline itself when it ingests or generates, so not an option of a data entry
 _FIXED_IO_ARGS = {"source", "target", "path", "overwrite", "like"}
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _path_text(value) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+# the type of each ingest option a pipeline may give (ingest checks the values it can only judge with the data)
+INGEST_OPTION_TYPES: dict[str, tuple[str, Any]] = {
+    "format": ("one of libsvm, csv, npy, parquet", lambda v: v is None or isinstance(v, str)),
+    "y": ("a path (a non-empty text)", lambda v: v is None or _path_text(v)),
+    "n_features": ("a positive integer", lambda v: v is None or (_whole(v) and v >= 1)),
+    "zero_based": ("'auto', true or false", lambda v: v == "auto" or isinstance(v, bool)),
+    "dense": ("true, false or null", lambda v: v is None or isinstance(v, bool)),
+    "chunk_rows": ("a positive integer", lambda v: v is None or (_whole(v) and v >= 1)),
+    "chunk_bytes": ("a positive integer", lambda v: v is None or (_whole(v) and v >= 1)),
+    "block_bytes": ("a positive integer", lambda v: v is None or (_whole(v) and v >= 1)),
+    "dtype": ("float32 or float64", lambda v: v in DTYPES),
+    "label_column": ("a column number or name, false or null",
+                     lambda v: v is None or v is False or _whole(v) or isinstance(v, str)),
+    "header": ("'auto', true or false", lambda v: v == "auto" or isinstance(v, bool)),
+    "delimiter": ("one character", lambda v: v is None or isinstance(v, str)),
+    "progress": ("true or false", lambda v: isinstance(v, bool)),
+}
 
 def _substitute(value: Any, params: dict[str, Any], where: str) -> Any:
     if isinstance(value, str):
@@ -206,8 +234,11 @@ def _check_data_entry(entry: Any, path: str, where: str) -> None:
                             f"or 'generate' (synthetic data), got {sorted(map(str, entry))}")
     if given[0] == "source":
         _check_keys(entry, {"source"} | _kwarg_names(ingest)[0], path, where)
+        _check_source(entry, path, where)
     elif given[0] == "zarr":
         _check_keys(entry, {"zarr"}, path, where)
+        if not _path_text(entry["zarr"]):
+            raise PipelineError(f"{where}: {path}.zarr must be a path (a non-empty text), got {entry['zarr']!r}")
     else:
         _check_keys(entry, {"generate"}, path, where)
         allowed, required = _kwarg_names(make_classification_zarr)
@@ -215,6 +246,22 @@ def _check_data_entry(entry: Any, path: str, where: str) -> None:
         missing = sorted(required - set(opts))
         if missing:
             raise PipelineError(f"{where}: {path}.generate needs {', '.join(missing)}")
+        try:
+            check_synthetic_options(**opts)
+        except ValueError as exc:
+            raise PipelineError(f"{where}: {path}.generate: {exc}") from None
+
+
+def _check_source(entry: dict[str, Any], path: str, where: str) -> None:
+    """``source:`` a path (or a list of paths) and each ingest option of the type ingest takes."""
+    source = entry["source"]
+    if not (_path_text(source) or (isinstance(source, list) and source and all(map(_path_text, source)))):
+        raise PipelineError(f"{where}: {path}.source must be a path (a non-empty text) or a list of paths, "
+                            f"got {source!r}")
+    for key, value in entry.items():
+        what, ok = INGEST_OPTION_TYPES.get(key, ("", lambda v: True))
+        if not ok(value):
+            raise PipelineError(f"{where}: {path}.{key} must be {what}, got {value!r}")
 
 
 def _check_data(data: Any, where: str) -> None:
@@ -230,6 +277,8 @@ def _check_data(data: Any, where: str) -> None:
     if data.get("test"):
         raise PipelineError(f"{where}: data: give either 'test' or 'split', not both")
     split = _check_keys(split, SPLIT_KEYS, "data.split", where)
+    if not _whole(split.get("random_state", 0)):
+        raise PipelineError(f"{where}: data.split.random_state must be an integer, got {split['random_state']!r}")
     try:
         fraction = float(split.get("test_fraction", 0.2))
     except (TypeError, ValueError):
@@ -237,6 +286,35 @@ def _check_data(data: Any, where: str) -> None:
     if not 0.0 < fraction < 1.0:
         raise PipelineError(f"{where}: data.split.test_fraction must be between 0 and 1, got "
                             f"{split.get('test_fraction')!r}")
+
+
+def _lone_surrogate(value: Any, path: str) -> tuple[str, str] | None:
+    """``(key path, character)`` of the first lone surrogate in a string of ``value`` (keys included), if any:
+    text that cannot be written as UTF-8 (a report's Markdown) or as a file name."""
+    if isinstance(value, str):
+        bad = next((ch for ch in value if "\ud800" <= ch <= "\udfff"), None)
+        return None if bad is None else (path, bad)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        inner = f"{path}.{key}" if path and isinstance(value, dict) else f"{path}[{key}]" if path else str(key)
+        found = _lone_surrogate(key, inner) or _lone_surrogate(item, inner)
+        if found:
+            return found
+    return None
+
+
+def _check_text_fields(spec: dict[str, Any], where: str) -> None:
+    """``name`` and ``description`` are texts, ``output`` a path, and no text anywhere holds a lone surrogate
+    (a ``\\ud800`` escape in YAML): found here, not when the report is written after the fit."""
+    for key in ("name", "description"):
+        if spec.get(key) is not None and not isinstance(spec[key], str):
+            raise PipelineError(f"{where}: {key} must be a text, got {spec[key]!r}")
+    if not _path_text(spec.get("output")):
+        raise PipelineError(f"{where}: output must be a path (a non-empty text), got {spec.get('output')!r}")
+    found = _lone_surrogate(spec, "")
+    if found:
+        raise PipelineError(f"{where}: {found[0]} holds {found[1]!r}, which is not a character (a lone surrogate); "
+                            "write the text itself, in UTF-8")
 
 
 def _estimator(params: dict[str, Any], path: str, where: str):
@@ -373,7 +451,10 @@ def check_pipeline(spec: dict[str, Any], where: str = "pipeline") -> None:
     if kind not in KINDS:
         raise PipelineError(f"{where}: kind {kind!r} unknown; choose one of {KINDS}")
     _check_keys(spec, PIPELINE_KEYS, "", where)
-    _check_keys(spec.get("report"), REPORT_KEYS, "report", where)
+    _check_text_fields(spec, where)
+    report = _check_keys(spec.get("report"), REPORT_KEYS, "report", where)
+    if not isinstance(report.get("plots", True), bool):
+        raise PipelineError(f"{where}: report.plots must be true or false, got {report['plots']!r}")
     if kind == "paper":
         _check_paper(spec, where)
         return

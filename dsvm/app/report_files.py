@@ -22,7 +22,7 @@ from ..exceptions import NotDsvmOutputError
 from ..io import create_exclusive, regular_file_problem, write_file
 
 __all__ = ["OUTPUT_MARKER", "output_folder_problem", "check_output_folder", "claim_output_folder",
-           "write_report_file", "save_figure", "pyplot"]
+           "mark_output_folder", "report_file_problem", "write_report_file", "save_figure", "pyplot"]
 
 OUTPUT_MARKER = ".dsvm-output"
 MARKER_TEXT = '{"format": "dsvm-output"}\n'
@@ -64,14 +64,25 @@ def claim_output_folder(folder: str | os.PathLike, what: str = "output folder") 
     """Create ``folder`` (or accept an empty or dsvm-written one) and mark it as dsvm's output folder."""
     folder = check_output_folder(folder, what)
     folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / OUTPUT_MARKER
+    mark_output_folder(folder)
+    return folder
+
+
+def mark_output_folder(folder: str | os.PathLike) -> None:
+    """Write dsvm's marker into ``folder`` (one dsvm made or claimed), unless it is there already."""
+    marker = Path(folder) / OUTPUT_MARKER
     if not marker.is_file():
         try:
             with create_exclusive(marker) as f:
                 f.write(MARKER_TEXT.encode())
         except FileExistsError:
             pass
-    return folder
+
+
+def report_file_problem(path: Path) -> str | None:
+    """None if ``path`` is a file of a report folder dsvm may replace, else why not (the rule of
+    :func:`write_report_file`, so that a run can check its files before its work)."""
+    return regular_file_problem(path)
 
 
 def write_report_file(path: str | os.PathLike, content: str | bytes | Callable[[BinaryIO], None]) -> Path:
@@ -89,7 +100,7 @@ def write_report_file(path: str | os.PathLike, content: str | bytes | Callable[[
 
         def write(f):
             f.write(data)
-    return write_file(path, write, overwrite=True, ours=regular_file_problem, what="report file")
+    return write_file(path, write, overwrite=True, ours=report_file_problem, what="report file")
 
 
 def save_figure(fig, path: str | os.PathLike, **savefig_kwargs) -> Path:

@@ -606,3 +606,29 @@ def test_warnings_are_one_line_each_on_stderr(tmp_path):
     mixed = [line for line in lines if "MixedScalesWarning: the columns of X have standard deviations" in line]
     one_class = [line for line in lines if "OneClassFitWarning: the fitted model predicts class 0" in line]
     assert len(mixed) == 1 and len(one_class) == 1 and "--scale standard" in mixed[0]
+
+
+# --------------------------------------------------------------------------- run and demo: one line, before the work
+@pytest.mark.parametrize("override", ["output=", "output=5", "output=[a]", "output={a: 1}"])
+def test_an_output_that_is_not_a_path_is_one_line(tmp_path, capsys, override):
+    """`dsvm run base.yaml --set output=` was a TypeError traceback ("expected str ... not NoneType")."""
+    spec = tmp_path / "base.yaml"
+    spec.write_text("name: base\noutput: out\ndata: {train: {zarr: d.zarr}}\n")
+    assert _run("run", spec, "--set", override, "--workers", 1) == 1
+    assert "output must be a path (a non-empty text), got" in _error_line(capsys, "run")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.yaml"]
+
+
+def test_a_failed_demo_leaves_a_folder_the_next_demo_may_use(tmp_path, capsys):
+    """`dsvm demo --n-train 1 --n-test 1 --output dd` failed (one class), and `dsvm demo --output dd --overwrite`
+    then refused dd for ever: "not a dsvm pipeline output folder (... no .dsvm-output marker)"."""
+    out = tmp_path / "dd"
+    small = ("--workers", 1, "--threads-per-worker", 1)
+    assert _run("demo", "--n-train", 1, "--n-test", 1, "--output", out, *small) == 1
+    assert "1 class" in _error_line(capsys, "demo")
+    assert (out / ".dsvm-output").is_file()
+    assert _run("demo", "--n-train", 1, "--n-test", 1, "--output", out, *small) == 1
+    assert "already holds the files of an earlier run (a dsvm pipeline output folder); pass --overwrite" in \
+        _error_line(capsys, "demo")
+    assert _run("demo", "--n-train", 400, "--n-test", 100, "--output", out, "--overwrite", *small) == 0
+    assert json.loads((out / "report.json").read_text())["data"]["n_train"] == 400

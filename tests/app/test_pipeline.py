@@ -1,13 +1,19 @@
-"""Running a ``kind: train`` pipeline: the ``data: split`` step."""
+"""Running a ``kind: train`` pipeline: the ``data: split`` step; what a failed run leaves; its files checked
+before any work."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
+from helpers import call_near_fifos
 
 from dsvm.app.pipeline import run_pipeline
 from dsvm.app.pipeline_spec import load_pipeline
-from dsvm.exceptions import PipelineError
+from dsvm.app.report_files import MARKER_TEXT, OUTPUT_MARKER, check_output_folder
+from dsvm.exceptions import NotDsvmOutputError, PipelineError
 from dsvm.io import Dataset, open_dataset
 
 
@@ -39,3 +45,73 @@ def test_split_leaving_a_part_empty_is_a_pipeline_error(tmp_path):
     spec = _spec(tmp_path, {"test_fraction": 0.0001})
     with pytest.raises(PipelineError, match=r"data\.split: .* leaves the test part empty"):
         run_pipeline(spec)
+
+
+# --------------------------------------------------------------------------- a failed run, and the files it writes
+def _tiny(tmp_path, n_train=300, **changes):
+    spec = {"name": "tiny", "output": str(tmp_path / "out"),
+            "data": {"train": {"generate": {"n_samples": n_train, "n_features": 5, "random_state": 0}},
+                     "test": {"generate": {"n_samples": 100, "n_features": 5, "random_state": 1}}},
+            "model": {"params": {"n_components": 20, "random_state": 0}}, "report": {"plots": False}}
+    return load_pipeline({**spec, **changes})
+
+
+def test_a_failed_run_keeps_the_marker_of_the_folder_it_made_and_a_rerun_writes_there(tmp_path):
+    """`dsvm demo --n-train 1` failed after writing data/: the clean-up removed the marker of the folder the run
+    had made, then could not remove the folder, and every later run refused it ("no .dsvm-output marker")."""
+    with pytest.raises(ValueError, match="1 class"):
+        run_pipeline(_tiny(tmp_path, n_train=1))
+    out = tmp_path / "out"
+    assert (out / OUTPUT_MARKER).is_file() and (out / "data" / "train.zarr").is_dir()
+    assert check_output_folder(out, "pipeline output folder", overwrite=True) == out
+    report = run_pipeline(_tiny(tmp_path))
+    assert report["data"]["n_train"] == 300 and (out / "report.md").is_file()
+
+
+def test_the_marker_goes_only_with_its_folder(tmp_path, monkeypatch):
+    """A file written into the folder between the clean-up's look and its rmdir keeps the folder, and the marker."""
+    from dsvm.app import pipeline
+
+    out = tmp_path / "out"
+    real_rmdir = os.rmdir
+
+    def rmdir_after_a_write(path, *args, **kwargs):
+        if Path(path) == out:
+            (out / "late.txt").write_text("x")
+        return real_rmdir(path, *args, **kwargs)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("ingest failed")
+
+    monkeypatch.setattr(pipeline, "materialise_dataset", fail)
+    monkeypatch.setattr(os, "rmdir", rmdir_after_a_write)
+    with pytest.raises(RuntimeError, match="ingest failed"):
+        run_pipeline(_tiny(tmp_path))
+    assert sorted(p.name for p in out.iterdir()) == [OUTPUT_MARKER, "late.txt"]
+
+
+@pytest.mark.parametrize("name, kind", [("report.json", "fifo"), ("report.md", "folder"), ("model.npz", "text"),
+                                        ("data/test.zarr", "text"), ("convergence.png", "symlink")])
+def test_the_files_a_run_writes_are_checked_before_any_work(tmp_path, monkeypatch, name, kind):
+    """A FIFO at out/report.json was found only after the fit, when the report was written."""
+    from dsvm.app import pipeline
+
+    out = tmp_path / "out"
+    (out / "data").mkdir(parents=True)
+    (out / OUTPUT_MARKER).write_text(MARKER_TEXT)
+    target = out / name
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "folder":
+        target.mkdir()
+    elif kind == "text":
+        target.write_text("precious\n")
+    else:
+        target.symlink_to(tmp_path / "elsewhere.png")
+    monkeypatch.setattr(pipeline, "materialise_dataset", lambda *a, **k: pytest.fail("the run started its work"))
+    spec = _tiny(tmp_path, report={"plots": True})
+    exc = call_near_fifos(lambda: run_pipeline(spec), *([target] if kind == "fifo" else []))
+    assert isinstance(exc, NotDsvmOutputError), exc
+    assert str(exc).startswith(f"{target} exists and is not a ") and "written by dsvm" in str(exc)
+    if kind == "text":
+        assert target.read_text() == "precious\n"

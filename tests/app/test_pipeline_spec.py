@@ -20,8 +20,8 @@ def tiny(tmp_path: Path, **changes) -> dict:
     """A small generated-data pipeline writing to ``tmp_path/out``."""
     spec = {
         "name": "tiny", "output": str(tmp_path / "out"),
-        "data": {"train": {"generate": {"n_samples": 300, "n_features": 4, "random_state": 0}},
-                 "test": {"generate": {"n_samples": 100, "n_features": 4, "random_state": 1}}},
+        "data": {"train": {"generate": {"n_samples": 300, "n_features": 6, "random_state": 0}},
+                 "test": {"generate": {"n_samples": 100, "n_features": 6, "random_state": 1}}},
         "model": {"estimator": "NystroemSVC", "params": {"C": 10, "n_components": 20, "random_state": 0}},
         "report": {"plots": False},
     }
@@ -237,3 +237,71 @@ def test_params_may_use_other_params(tmp_path):
     spec = load_pipeline(tiny(tmp_path, params={"root": str(tmp_path), "out": "${root}/reports"},
                               output="${out}/tiny"))
     assert spec["output"] == f"{tmp_path}/reports/tiny" and spec["params"]["out"] == f"{tmp_path}/reports"
+
+
+# --------------------------------------------------------------------------- the type of every field, at load
+@pytest.mark.parametrize("changes, message", [
+    ({"output": None}, r"output must be a path \(a non-empty text\), got None"),
+    ({"output": 5}, r"output must be a path \(a non-empty text\), got 5"),
+    ({"output": ["a"]}, r"output must be a path \(a non-empty text\), got \['a'\]"),
+    ({"output": {"a": 1}}, r"output must be a path \(a non-empty text\), got \{'a': 1\}"),
+    ({"output": ""}, r"output must be a path \(a non-empty text\), got ''"),
+    ({"name": 5}, r"name must be a text, got 5"),
+    ({"description": ["x"]}, r"description must be a text, got \['x'\]"),
+    ({"name": "caf\ud800"}, r"name holds '\\ud800', which is not a character \(a lone surrogate\)"),
+    ({"description": "x\udfff"}, r"description holds '\\udfff', which is not a character"),
+    ({"report": {"plots": "yes"}}, r"report\.plots must be true or false, got 'yes'"),
+    ({"data": {"train": {"zarr": 5}}}, r"data\.train\.zarr must be a path \(a non-empty text\), got 5"),
+    ({"data": {"train": {"source": 5}}}, r"data\.train\.source must be a path"),
+    ({"data": {"train": {"source": "a.libsvm", "n_features": "abc"}}},
+     r"data\.train\.n_features must be a positive integer, got 'abc'"),
+    ({"data": {"train": {"source": "a.libsvm", "dense": "yes"}}}, r"data\.train\.dense must be true, false or null"),
+    ({"data": {"train": {"source": "a.libsvm", "zero_based": 1}}}, r"data\.train\.zero_based must be 'auto', true or "
+                                                                   r"false, got 1"),
+    ({"data": {"train": {"generate": {"n_samples": 300, "n_features": "abc"}}}},
+     r"data\.train\.generate: n_features must be a positive integer, got 'abc'"),
+    ({"data": {"train": {"generate": {"n_samples": 300, "n_features": 4, "n_informative": 5}}}},
+     r"data\.train\.generate: n_informative must be between 1 and n_features=4, got 5"),
+    ({"data": {"train": {"generate": {"n_samples": 300, "n_features": 6}}, "split": {"random_state": "x"}}},
+     r"data\.split\.random_state must be an integer, got 'x'"),
+])
+def test_every_field_has_its_type_checked_when_the_pipeline_is_loaded(tmp_path, changes, message):
+    """These failed after the folder was made and the data ingested (`n_features: abc` with a raw "invalid literal
+    for int()"), or with a TypeError traceback (`output:` empty, `zarr: 5`)."""
+    with pytest.raises(PipelineError, match=message):
+        load_pipeline(tiny(tmp_path, **changes))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("params, message", [({"class_weight": [1]}, r"model\.params: class_weight must be None"),
+                                             ({"random_state": "x"}, r"model\.params: random_state must be None")])
+def test_parameters_the_fit_refuses_are_refused_at_load(tmp_path, params, message):
+    spec = tiny(tmp_path)
+    spec["model"]["params"].update(params)
+    with pytest.raises(PipelineError, match=message):
+        load_pipeline(spec)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_parameter_substituted_whole_is_checked_where_it_is_used(tmp_path):
+    """`params: {n: {a: 1}}` used as `n_samples: ${n}` was a TypeError traceback from int()."""
+    spec = tiny(tmp_path, params={"n": {"a": 1}})
+    spec["data"]["train"]["generate"]["n_samples"] = "${n}"
+    with pytest.raises(PipelineError, match=r"data\.train\.generate: n_samples must be a positive integer, "
+                                            r"got \{'a': 1\}"):
+        load_pipeline(spec)
+
+
+def test_a_lone_surrogate_from_a_yaml_file_is_refused_at_load(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(f'name: "a\\ud800"\noutput: {tmp_path / "out"}\ndata: {{train: {{zarr: d.zarr}}}}\n')
+    with pytest.raises(PipelineError, match=rf"{path}: name holds '\\ud800', which is not a character"):
+        load_pipeline(path)
+
+
+def test_a_spec_changed_after_loading_is_checked_again_before_the_folder_is_made(tmp_path):
+    spec = load_pipeline(tiny(tmp_path))
+    spec["data"]["train"]["generate"]["n_features"] = "abc"
+    with pytest.raises(PipelineError, match=r"data\.train\.generate: n_features must be a positive integer"):
+        run_pipeline(spec)
+    assert list(tmp_path.iterdir()) == []
