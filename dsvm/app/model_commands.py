@@ -417,15 +417,18 @@ def _check_proba_model(model, path: str) -> None:
 
 
 def _refuse_output_over_inputs(args) -> None:
-    """``--out`` must not name one of the command's own inputs (the model, the data, the labels)."""
+    """``--out`` must not be, nor (a ``.zarr`` folder) hold, one of the command's own inputs (the model, the
+    data, the labels): replacing it would remove them."""
+    from ..io import input_inside
+
     for flag, source in (("MODEL", args.model), ("DATA", args.data), ("--labels", getattr(args, "labels", None))):
-        try:
-            same = source is not None and os.path.samefile(args.out, source)
-        except (OSError, ValueError):  # either is missing (or not a path): not the same file
-            same = False
-        if same:
+        if source is None or not input_inside(args.out, source):
+            continue
+        if os.path.realpath(args.out) == os.path.realpath(source) or os.path.isfile(args.out):
             raise UserError(f"--out {args.out} is the command's own input ({flag} {source}); write the predictions "
                             "to another file")
+        raise UserError(f"--out {args.out} holds the command's own input ({flag} {source}), which replacing it "
+                        "would remove; write the predictions elsewhere")
 
 
 def predict_command(args) -> int:

@@ -18,7 +18,18 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ..io import create_exclusive, local_target, mark_output, marked_output_problem, replacing, to_json_scalar
+from ..io import (
+    ENTRY_FILE,
+    ENTRY_FOLDER,
+    check_inputs_outside,
+    create_exclusive,
+    foreign_entry,
+    local_target,
+    mark_output,
+    marked_output_problem,
+    replacing,
+    to_json_scalar,
+)
 from ..problems import labels_from_decision
 from ..svm import model_decisions, platt_log_proba
 
@@ -27,6 +38,8 @@ __all__ = ["OUTPUT_SUFFIXES", "FORMAT", "prediction_problem", "write_predictions
 OUTPUT_SUFFIXES = (".zarr", ".npy", ".csv")
 FORMAT = "dsvm-predictions"
 KINDS = ("decision", "labels", "values", "proba")
+# what write_predictions writes into a .zarr: one zarr array, its metadata and its chunk folder
+ZARR_ENTRIES = {"zarr.json": ENTRY_FILE, "c": ENTRY_FOLDER}
 
 
 def _first_bytes(path: Path, n: int) -> bytes:
@@ -38,7 +51,9 @@ def _first_bytes(path: Path, n: int) -> bytes:
 def prediction_problem(path: str | os.PathLike) -> str | None:
     """None if ``path`` is a prediction output dsvm wrote, else why it is not.
 
-    A ``.zarr`` must carry ``format: dsvm-predictions`` in its attributes.  An
+    A ``.zarr`` must carry ``format: dsvm-predictions`` in its attributes and
+    hold nothing but what dsvm writes there (``zarr.json`` and its chunk folder
+    ``c``: it is replaced whole, with anything a user put inside).  An
     ``.npy`` or ``.csv`` file has no room for a marker of its own (any NumPy
     file, any CSV with a ``prediction`` header could be a user's), so dsvm
     marks the ones it writes with an extended attribute
@@ -57,9 +72,12 @@ def prediction_problem(path: str | os.PathLike) -> str | None:
         attrs = meta.get("attributes", {})
     except (OSError, ValueError, AttributeError):
         return "it has no readable zarr.json"
-    if attrs.get("format") == FORMAT:
-        return None
-    return f"its zarr attributes have format={attrs.get('format')!r}, not {FORMAT!r}"
+    if attrs.get("format") != FORMAT:
+        return f"its zarr attributes have format={attrs.get('format')!r}, not {FORMAT!r}"
+    foreign = foreign_entry(path, ZARR_ENTRIES)
+    if foreign is not None:
+        return f"it holds {foreign!r}, which is no part of the predictions dsvm writes"
+    return None
 
 
 def _csv_cells(values: np.ndarray, labels: bool) -> list:
@@ -104,11 +122,13 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
     Raises
     ------
     FileExistsError
-        ``out`` exists and ``overwrite`` is False, or it is not a prediction file dsvm wrote.
+        ``out`` exists and ``overwrite`` is False, or it is not a prediction file dsvm wrote, or it is (or
+        holds) the dataset ``X``.
     dsvm.DiskFullError
         The disk filled up; an old ``out`` is unchanged.
     """
     out = local_target(out)  # a URL is refused here, before Path() would fold its "//"
+    check_inputs_outside(out, {"the data": getattr(X, "path", None)}, "prediction file")
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ValueError(f"--out {out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")

@@ -25,10 +25,15 @@ from .ingestion import ingest
 from .label_text import label_texts
 from .layout import FORMAT_NAME, FORMAT_VERSION, to_json_scalar
 from .replace import (
+    ENTRY_FILE,
+    ENTRY_FOLDER,
     TMP_SUFFIX,
     Staged,
+    check_inputs_outside,
     check_replaceable,
     create_exclusive,
+    foreign_entry,
+    input_inside,
     local_target,
     mark_output,
     marked_output_problem,
@@ -49,6 +54,7 @@ __all__ = [
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",
     "atomic_target", "check_target", "dataset_problem",
     "replacing", "write_file", "check_replaceable", "create_exclusive", "regular_file_problem", "local_target", "Staged", "TMP_SUFFIX",
-    "mark_output", "marked_output_problem",
+    "mark_output", "marked_output_problem", "ENTRY_FILE", "ENTRY_FOLDER", "foreign_entry",
+    "input_inside", "check_inputs_outside",
     "write_npz", "read_npz", "read_meta", "npz_problem", "meta_array", "MemberRules", "SUPPORTED_VERSION",
 ]

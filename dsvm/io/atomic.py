@@ -7,7 +7,8 @@ go elsewhere in ``<work>``); on success the store is renamed to the target, on
 any error (or ``KeyboardInterrupt``) the working directory is removed and the
 target is left as it was.  An existing target is replaced only with
 ``overwrite=True`` and only if it is a dsvm dataset (its zarr attributes say
-``format: dsvm-dataset``); any other file or folder is refused.  A process
+``format: dsvm-dataset``) holding nothing else (a user's file put inside
+would be removed with it); any other file or folder is refused.  A process
 killed outright can leave a ``.*.dsvm-tmp`` directory behind, never a
 half-written dataset under the target name; ``dsvm clean`` removes such a
 directory once its owner process is gone.
@@ -22,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .layout import FORMAT_NAME
-from .replace import TMP_SUFFIX, check_replaceable, replacing
+from .layout import DATASET_ENTRIES, FORMAT_NAME
+from .replace import TMP_SUFFIX, check_replaceable, foreign_entry, replacing
 
 __all__ = ["atomic_target", "check_target", "dataset_problem", "TMP_SUFFIX"]
 
@@ -31,7 +32,8 @@ MAX_ZARR_JSON = 64 * 2**20  # a dataset's group metadata: attributes with the cl
 
 
 def dataset_problem(path: str | os.PathLike) -> str | None:
-    """None if ``path`` is a dsvm dataset (by its format marker), else why it is not."""
+    """None if ``path`` is a dsvm dataset (by its format marker) holding nothing but what dsvm writes there
+    (:data:`dsvm.io.layout.DATASET_ENTRIES`, walked down to the array folders), else why it is not."""
     path = Path(path)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
@@ -56,6 +58,9 @@ def dataset_problem(path: str | os.PathLike) -> str | None:
     found = attrs.get("format") if isinstance(attrs, dict) else None
     if found != FORMAT_NAME:
         return f"its zarr attributes have format={found!r}, not {FORMAT_NAME!r}"
+    foreign = foreign_entry(path, DATASET_ENTRIES)
+    if foreign is not None:
+        return f"it holds {foreign!r}, which is no part of a dataset dsvm writes"
     return None
 
 

@@ -44,6 +44,7 @@ from .frames import PARQUET_SUFFIXES, is_dask_frame, is_pandas_frame, pandas_arr
 from .labels import block_labels, check_numeric_labels, is_numeric_labels, warn_if_continuous, with_class_names
 from .libsvm import LineError, line_at, parse_libsvm_block
 from .parse_stage import line_offsets, parse_stage, raise_first_error
+from .replace import check_inputs_outside, local_target
 from .sources import NpySource, RowSource, StagedSource, save_csr_part
 from .text import detect_format, read_range
 from .writer import check_dtype, stored_bytes_bound, write_dataset, write_source
@@ -166,6 +167,13 @@ def _reference_names(like) -> list[str] | None:
 
 def _is_path(x) -> bool:
     return isinstance(x, (str, os.PathLike))
+
+
+def _input_paths(source, y, like) -> dict[str, Any]:
+    """The files and folders an ingest reads, by role (anything that is not a path is skipped by the check)."""
+    pair = isinstance(source, (tuple, list)) and len(source) == 2
+    return {"the source": source[0] if pair else source, "the labels": source[1] if pair else y,
+            "the reference dataset": getattr(like, "path", None) if hasattr(like, "attrs") else None}
 
 
 def _resolve_format(source, format, y) -> str:
@@ -340,7 +348,9 @@ def ingest(
         If the disk fills while writing; names ``target``, and nothing is
         left behind.
     FileExistsError
-        If ``target`` exists and ``overwrite`` is False.
+        If ``target`` exists and ``overwrite`` is False, or it is not a
+        dataset dsvm wrote, or it is (or holds) the source, the labels or
+        ``like`` (:class:`dsvm.io.NotDsvmOutputError`, before any work).
 
     Notes
     -----
@@ -377,6 +387,7 @@ def ingest(
         raise ValueError(f"label_column=False (no label column) is for CSV files; {source} is read as {fmt}")
     if y is not None and fmt in ("libsvm", "csv"):
         raise ValueError(f"{source}: y (--labels) is for .npy sources; a {fmt} file carries its own labels")
+    check_inputs_outside(local_target(target), _input_paths(source, y, like), "dataset")
     target = check_target(target, overwrite)
     common = {"dense": dense, "chunk_rows": chunk_rows, "chunk_bytes": chunk_bytes, "dtype": dtype}
 

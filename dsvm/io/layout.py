@@ -104,11 +104,19 @@ import zarr
 from zarr.codecs import BloscCodec, Crc32cCodec
 
 from ..exceptions import InvalidDatasetError
+from .replace import ENTRY_FILE, ENTRY_FOLDER
 
 FORMAT_NAME = "dsvm-dataset"
 FORMAT_VERSION = 3  # the newest version this dsvm reads and writes
 SPARSE_LAYOUT = "csr-row-chunks"
 INT_LABEL_FILL = np.iinfo(np.int64).min
+
+# every entry of a dataset's folder, as the diagram above draws it (for dsvm.io.foreign_entry): each array folder
+# holds its zarr.json and its chunk folder c (not walked); X is a dense array or the sparse group
+_ARRAY_ENTRIES = {"zarr.json": ENTRY_FILE, "c": ENTRY_FOLDER}
+_SPARSE_X_ENTRIES = {"zarr.json": ENTRY_FILE, **{name: _ARRAY_ENTRIES for name in ("indptr", "indices", "data",
+                                                                                    "chunk_nnz")}}
+DATASET_ENTRIES = {"zarr.json": ENTRY_FILE, "y": _ARRAY_ENTRIES, "X": [_ARRAY_ENTRIES, _SPARSE_X_ENTRIES]}
 
 REQUIRED_ATTRS: dict[str, type | tuple[type, ...]] = {
     "format": str,

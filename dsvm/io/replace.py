@@ -27,8 +27,13 @@ system) and moves it into place only when it is complete, so
   Outputs are written to a local or mounted folder; readers such as
   :func:`dsvm.io.open_dataset` do accept URLs.
 
-Report folders (a pipeline's ``output``, a CV report) are not replaced but
-written into (:mod:`dsvm.app.report_files`); each file in them goes through
+A folder output (a dataset, a prediction ``.zarr``) is replaced whole, so
+its recogniser also refuses a folder holding anything dsvm does not write
+there (:func:`foreign_entry`: a user's notes, the input file of the very
+command), and a command refuses, before any work, an input that is its
+target or lies inside it (:func:`check_inputs_outside`).  Report folders (a
+pipeline's ``output``, a CV report) are not replaced but written into
+(:mod:`dsvm.app.report_files`); each file in them goes through
 :func:`replacing` too.
 """
 
@@ -45,7 +50,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..blocks import claim_folder, remove_temporary_folder
 from ..exceptions import DiskFullError, NotDsvmOutputError, disk_full_error, is_disk_full
@@ -54,7 +59,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["NotDsvmOutputError", "Staged", "replacing", "write_file", "check_replaceable", "create_exclusive",
            "regular_file_problem", "local_target", "TMP_SUFFIX", "Recogniser", "mark_output",
-           "marked_output_problem"]
+           "marked_output_problem", "ENTRY_FILE", "ENTRY_FOLDER", "foreign_entry", "input_inside",
+           "check_inputs_outside"]
 
 TMP_SUFFIX = ".dsvm-tmp"
 # the extended attribute that records which of dsvm's formats a file without an inner marker holds
@@ -101,6 +107,82 @@ def marked_output_problem(path: Path, fmt: str) -> str | None:
                 "which files of earlier dsvm versions, copies and some file systems lack; remove it yourself to "
                 "write there")
     return None if found == fmt.encode() else f"it is marked as {found[:40]!r}, not as a {fmt} file"
+
+
+# the layout of a folder output, for foreign_entry: name -> ENTRY_FILE (a regular file), ENTRY_FOLDER (a folder,
+# not walked), a dict (a folder holding only these entries) or a list of dicts (a folder matching one of them)
+ENTRY_FILE = "file"
+ENTRY_FOLDER = "folder"
+
+
+def foreign_entry(folder: str | os.PathLike, layout: dict[str, Any] | list[dict[str, Any]]) -> str | None:
+    """The first entry under ``folder`` that ``layout`` does not name (as ``"a/b"``), or None if all fit.
+
+    An entry fits when its name is in the layout and it is what the layout
+    says (a regular file, or a folder; never a symbolic link); a folder given
+    as a dict is walked too.  This is how a recogniser tells a folder dsvm
+    wrote from one that also holds a user's files: replacing it would remove
+    them.
+    """
+    options = layout if isinstance(layout, list) else [layout]
+    found = []
+    for option in options:
+        entry = _foreign_in(Path(folder), option)
+        if entry is None:
+            return None
+        found.append(entry)
+    return max(found, key=lambda entry: entry.count("/"))  # of the layout the folder follows furthest
+
+
+def _foreign_in(folder: Path, layout: dict[str, Any]) -> str | None:
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        return f"(unreadable: {exc.strerror})"
+    for entry in entries:
+        want = layout.get(entry.name)
+        if want is None:
+            return entry.name
+        if want == ENTRY_FILE:
+            if not entry.is_file(follow_symlinks=False):
+                return entry.name
+            continue
+        if not entry.is_dir(follow_symlinks=False):
+            return entry.name
+        if want != ENTRY_FOLDER:
+            inner = foreign_entry(entry.path, want)
+            if inner is not None:
+                return f"{entry.name}/{inner}"
+    return None
+
+
+def input_inside(target: str | os.PathLike, source: str | os.PathLike) -> bool:
+    """True if ``source`` is ``target`` or lies inside it (links resolved; a hard link of a file counts):
+    replacing ``target`` would remove it."""
+    t, s = Path(os.path.realpath(target)), Path(os.path.realpath(source))
+    if s == t or t in s.parents:
+        return True
+    try:
+        return os.path.samefile(target, source)
+    except (OSError, ValueError):  # either is missing: not one file
+        return False
+
+
+def check_inputs_outside(target: str | os.PathLike, inputs: dict[str, Any], what: str) -> None:
+    """Refuse, before any work, to write ``target`` when one of a command's ``inputs`` (``{role: path or
+    None}``; anything that is not a path is skipped) is ``target`` or lies inside it.
+
+    Raises
+    ------
+    NotDsvmOutputError
+        Naming the input and the target.
+    """
+    for role, source in inputs.items():
+        if isinstance(source, (str, os.PathLike)) and input_inside(target, source):
+            where = "is" if os.path.realpath(target) == os.path.realpath(source) else "lies inside"
+            raise NotDsvmOutputError(f"{role} {os.fspath(source)} {where} the {what} to write, {os.fspath(target)}: "
+                                     f"writing it would remove its own input; write the {what} elsewhere")
 
 
 def local_target(target: str | os.PathLike) -> Path:

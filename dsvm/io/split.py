@@ -35,6 +35,7 @@ from ..blocks import as_row_blocks, check_worker_memory, compute, row_hash, row_
 from ..exceptions import format_bytes
 from .dataset import Dataset
 from .layout import REQUIRED_ATTRS, SEALED_ATTRS
+from .replace import check_inputs_outside, input_inside
 from .writer import write_dataset
 
 logger = logging.getLogger(__name__)
@@ -200,10 +201,18 @@ def split_dataset(
     Raises
     ------
     ValueError
-        ``test_fraction`` outside (0, 1), or a part that would be empty.
+        ``test_fraction`` outside (0, 1), a part that would be empty, or one target that is or holds the other.
+    FileExistsError
+        A target that exists and may not be replaced, or that is or holds ``ds``
+        (:class:`dsvm.io.NotDsvmOutputError`).
     """
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")
+    if input_inside(train_target, test_target) or input_inside(test_target, train_target):
+        raise ValueError(f"the train part {train_target} and the test part {test_target} need paths of their own "
+                         "(one would replace or hold the other)")
+    for part in (train_target, test_target):
+        check_inputs_outside(part, {"the dataset split": ds.path}, "dataset")
     chunk = (ds.nnz / max(1, ds.n_chunks) * (ds.dtype.itemsize + 4) if ds.sparse
              else float(ds.chunk_rows) * ds.n_features * ds.dtype.itemsize)
     check_worker_memory(SPLIT_TASK_CHUNKS * chunk, f"{SPLIT_TASK_CHUNKS} x a stored chunk of {format_bytes(chunk)}",

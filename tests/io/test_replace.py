@@ -352,3 +352,92 @@ def test_predict_refuses_to_write_over_its_own_inputs(tmp_path, model, dsvm_cli)
                                         cwd=tmp_path), "predict")
         assert f"is the command's own input ({flag} " in line
         assert out.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- a folder output holding a user's files
+
+def _csv_source(path: Path) -> Path:
+    path.write_text("label,a,b\n1,0.5,1\n-1,0.1,2\n1,0.7,3\n-1,0.2,4\n")
+    return path
+
+
+def test_ingest_overwrite_keeps_a_dataset_holding_a_users_file_and_its_own_input(tmp_path, dsvm_cli):
+    """The dataset folder was moved aside and removed whole: the source put inside it and the notes went too."""
+    target = tmp_path / "train.zarr"
+    assert dsvm_cli("ingest", _csv_source(tmp_path / "d.csv"), target, cwd=tmp_path)[0] == 0
+    source = target / "source.csv"
+    os.rename(tmp_path / "d.csv", source)
+    (target / "NOTES.txt").write_text("notes\n")
+    line = _one_line_error(dsvm_cli("ingest", source, target, "--overwrite", cwd=tmp_path), "ingest")
+    assert f"the source {source} lies inside the dataset to write, {target}" in line
+    with pytest.raises(dsvm.io.NotDsvmOutputError, match="the source .* lies inside the dataset to write"):
+        dsvm.ingest(source, target, overwrite=True)
+    # the same with the source elsewhere: the user's notes make it no dataset dsvm may replace
+    other = _csv_source(tmp_path / "other.csv")
+    line = _one_line_error(dsvm_cli("ingest", other, target, "--overwrite", cwd=tmp_path), "ingest")
+    assert "is not a dataset written by dsvm (it holds 'NOTES.txt', which is no part of a dataset" in line
+    assert source.is_file() and (target / "NOTES.txt").read_text() == "notes\n"
+    # a file planted in an array folder counts too; a plain dataset is still replaced
+    (target / "NOTES.txt").unlink()
+    source.rename(tmp_path / "back.csv")
+    (target / "X" / "mine.txt").write_text("x\n")
+    with pytest.raises(dsvm.io.NotDsvmOutputError, match="it holds 'X/mine.txt'"):
+        dsvm.ingest(other, target, overwrite=True)
+    (target / "X" / "mine.txt").unlink()
+    assert dsvm.ingest(other, target, overwrite=True).n_samples == 4
+
+
+def test_the_layout_walk_accepts_every_dataset_dsvm_writes(tmp_path):
+    import scipy.sparse as sp
+
+    X, y = make_circles_problem(n=40, seed=1)
+    written = [dsvm.write_dataset(tmp_path / "dense.zarr", X, y, chunk_rows=10),
+               dsvm.write_dataset(tmp_path / "sparse.zarr", sp.csr_matrix(X), y, dense=False, chunk_rows=10),
+               dsvm.write_dataset(tmp_path / "names.zarr", X, np.where(y > 0, "a", "b"), chunk_rows=10),
+               dsvm.make_classification_zarr(tmp_path / "gen.zarr", n_samples=50, n_features=6)]
+    for ds in written:
+        assert dsvm.io.dataset_problem(ds.path) is None
+    for name in ("csv_header.zarr", "libsvm_sparse.zarr"):  # datasets of the previous format
+        assert dsvm.io.dataset_problem(Path(__file__).resolve().parents[1] / "data" / "datasets-v2" / name) is None
+    (tmp_path / "sparse.zarr" / "X" / "indptr" / "extra").mkdir()
+    assert "X/indptr/extra" in dsvm.io.dataset_problem(tmp_path / "sparse.zarr")
+    os.symlink(tmp_path / "dense.zarr" / "y", tmp_path / "names.zarr" / "y2")
+    assert "'y2'" in dsvm.io.dataset_problem(tmp_path / "names.zarr")
+
+
+def test_split_refuses_targets_that_are_or_hold_its_input(tmp_path):
+    X, y = make_circles_problem(n=60, seed=2)
+    ds = dsvm.write_dataset(tmp_path / "all.zarr", X, y, chunk_rows=20)
+    with pytest.raises(dsvm.io.NotDsvmOutputError, match="the dataset split .* is the dataset to write"):
+        dsvm.io.split_dataset(ds, tmp_path / "all.zarr", tmp_path / "test.zarr", overwrite=True)
+    with pytest.raises(ValueError, match="need paths of their own"):
+        dsvm.io.split_dataset(ds, tmp_path / "p.zarr", tmp_path / "p.zarr", overwrite=True)
+    assert dsvm.open_dataset(tmp_path / "all.zarr").n_samples == 60
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["all.zarr"]
+
+
+def test_prediction_zarr_overwrite_keeps_a_model_put_inside_it(tmp_path, model, dsvm_cli):
+    """`cp m.npz p.zarr/mymodel.npz; dsvm predict p.zarr/mymodel.npz d --out p.zarr --overwrite` deleted the model."""
+    clf, X = model
+    out = tmp_path / "p.zarr"
+    write_predictions(clf, X, out)
+    assert predictions.prediction_problem(out) is None
+    save_model(clf, out / "mymodel.npz")
+    np.save(tmp_path / "x.npy", X)
+    line = _one_line_error(dsvm_cli("predict", out / "mymodel.npz", "x.npy", "--out", out, "--overwrite",
+                                    cwd=tmp_path), "predict")
+    assert f"--out {out} holds the command's own input (MODEL {out / 'mymodel.npz'})" in line
+    # the model elsewhere: the file inside still makes the folder no prediction output dsvm may replace
+    save_model(clf, tmp_path / "m.npz")
+    line = _one_line_error(dsvm_cli("predict", "m.npz", "x.npy", "--out", out, "--overwrite", cwd=tmp_path),
+                           "predict")
+    assert "is not a prediction file written by dsvm (it holds 'mymodel.npz'" in line
+    with pytest.raises(FileExistsError, match="it holds 'mymodel.npz'"):
+        write_predictions(clf, X, out, overwrite=True)
+    assert load_model(out / "mymodel.npz").n_features_in_ == X.shape[1]
+    # a dataset inside the prediction folder, from Python
+    ds = dsvm.write_dataset(out / "d.zarr", X, clf.predict(X))
+    (out / "mymodel.npz").unlink()
+    with pytest.raises(FileExistsError, match="the data .* lies inside the prediction file to write"):
+        write_predictions(clf, ds, out, overwrite=True)
+    assert dsvm.open_dataset(out / "d.zarr").n_samples == X.shape[0]
