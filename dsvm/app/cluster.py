@@ -450,9 +450,13 @@ def connect(
 
 @contextlib.contextmanager
 def _started_cluster(cluster_spec: str | os.PathLike | dict | None, local: dict[str, Any] | None) -> Iterator[Any]:
-    """A client of a cluster started here (the default local one, or a spec's), waited for as the spec says."""
+    """A client of a cluster started here (the default local one, or a spec's), waited for as the spec says;
+    its worker processes show warnings as one line and leave a failed task to the client
+    (:class:`~dsvm.app.worker_logs.WorkerLogs`)."""
     import dask.config
     from distributed import Client, LocalCluster
+
+    from .worker_logs import WorkerLogs  # imports distributed
 
     spec: dict[str, Any] = {}
     where = "cluster spec"
@@ -469,6 +473,7 @@ def _started_cluster(cluster_spec: str | os.PathLike | dict | None, local: dict[
         client = None
         try:
             client = Client(cluster)
+            client.register_plugin(WorkerLogs(logging.getLogger().getEffectiveLevel(), os.getpid()))
             if spec.get("wait_for_workers"):
                 wait_for_workers(client, cluster, int(spec["wait_for_workers"]), spec.get("timeout", 300), where,
                                  failures, is_slurm=spec["class"] == "SLURMCluster")

@@ -20,6 +20,12 @@ with the bias last.  Products ``Fᵀ v`` are taken over slabs of
 :data:`SLAB_ROWS` rows whose float32 partial sums are accumulated in float64,
 so that the gradient keeps about float64-slab accuracy without ever copying
 ``F`` to float64.
+
+The block functions compute under ``np.errstate(over="ignore", invalid="ignore")``:
+at a point far out (a huge ``C``, a diverging step) a sum may overflow, and the
+infinity or NaN it leaves in the result is what the solvers' non-finite checks
+(:mod:`dsvm.solvers.finite`) name, with the iteration; numpy's RuntimeWarning
+would only repeat it, from a worker process, in Python's two-line form.
 """
 
 from __future__ import annotations
@@ -441,6 +447,7 @@ def _active_hvp(F, c, active, V):
 # Classification: squared hinge, one-vs-rest over integer class codes
 
 
+@np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def sqhinge_pass(F, codes, sample_weight, params):
     """One fused pass over a block for the semismooth Newton method.
 
@@ -472,6 +479,7 @@ def sqhinge_pass(F, codes, sample_weight, params):
     )
 
 
+@np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def sqhinge_hvp(F, codes, sample_weight, params):
     """``[F 1]_Aᵀ C [F 1]_A V`` for the active set at ``params["x"]``.
 
@@ -483,6 +491,7 @@ def sqhinge_hvp(F, codes, sample_weight, params):
     return _active_hvp(F, c, active, params["V"])
 
 
+@np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def sqhinge_active(F, codes, sample_weight, params):
     """Rows in the active set at ``params["x"]`` (margin below 1, positive cost)."""
     y = labels_pm1(codes, params["positive"])
@@ -490,6 +499,7 @@ def sqhinge_active(F, codes, sample_weight, params):
     return (_hinge_residual(margins(F, params["x"]), y)[0] > 0.0) & (c > 0.0)
 
 
+@np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def hinge_loss_block(F, codes, sample_weight, params):
     """``Σ c_i max(0, 1 − y_i m_i)`` (the L1 hinge loss, for Pegasos's objective)."""
     y = labels_pm1(codes, params["positive"])
@@ -506,6 +516,7 @@ def _svr_costs(y, sample_weight, params):
     return c * sample_weight if sample_weight is not None else c
 
 
+@np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def sqeps_pass(F, y, sample_weight, params):
     """The fused pass of :func:`sqhinge_pass` for the SVR loss (``params["C"]``, ``params["epsilon"]``)."""
     y = np.asarray(y, dtype=np.float64)
@@ -517,6 +528,7 @@ def sqeps_pass(F, y, sample_weight, params):
     )
 
 
+@np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def sqeps_active(F, y, sample_weight, params):
     """Rows outside the ε-tube at ``params["x"]`` (with positive cost)."""
     y = np.asarray(y, dtype=np.float64)
@@ -524,6 +536,7 @@ def sqeps_active(F, y, sample_weight, params):
     return (_eps_residual(margins(F, params["x"]), y, float(params["epsilon"]))[0] > 0.0) & (c > 0.0)
 
 
+@np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def sqeps_hvp(F, y, sample_weight, params):
     """Generalized Hessian-vector product of the SVR loss (without the factor 2)."""
     y = np.asarray(y, dtype=np.float64)
