@@ -196,12 +196,14 @@ def test_no_private_name_crosses_a_module():
         for name in i.names:
             if name.startswith("_") and not name.startswith("__"):
                 bad.append(f"{i.path}: {i.module} imports private name {name} from {i.target}")
-    # `module._name` on an imported dsvm module, and `obj._name` on anything but self / cls
+    # `module._name` on an imported dsvm module, and `obj._name` on anything but self / cls (os._exit is the
+    # standard library's documented exit without the interpreter's exit: dsvm.signals' deadline needs it)
     for m, p in MODULES.items():
         tree = ast.parse(p.read_text())
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+                    and not (isinstance(node.value, ast.Name) and (node.value.id, node.attr) == ("os", "_exit"))
                     and not (isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") in ("type", "super"))):
                 bad.append(f"{p.relative_to(PACKAGE.parent)}:{node.lineno}: {m} reaches {node.attr}")
     assert bad == []

@@ -503,7 +503,9 @@ def main(argv: list[str] | None = None) -> int:
     shown_before, show_warning = set_progress(False), warnings.showwarning
     _setup_logging(args)
     try:
-        with sigterm_cleanup():  # SIGTERM cleans up (temporary folders, scratch stores) as an error does
+        # SIGTERM cleans up (temporary folders, scratch stores) as an error does, and ends the command within
+        # dsvm.signals.SIGTERM_GRACE_SECONDS even if its way out stalls
+        with sigterm_cleanup(deadline=True):
             _check_cluster_args(args)
             status = COMMANDS[args.command](args)
             sys.stdout.flush()  # here, not at exit: a reader gone by now is handled below
