@@ -441,3 +441,16 @@ def test_prediction_zarr_overwrite_keeps_a_model_put_inside_it(tmp_path, model, 
     with pytest.raises(FileExistsError, match="the data .* lies inside the prediction file to write"):
         write_predictions(clf, ds, out, overwrite=True)
     assert dsvm.open_dataset(out / "d.zarr").n_samples == X.shape[0]
+
+
+def test_pipeline_overwrite_keeps_a_users_file_at_a_report_name(tmp_path, libsvm_file, dsvm_cli):
+    """`dsvm run p.yaml --overwrite` replaced any regular file named report.md in its (marked) output folder."""
+    pipeline = _pipeline(tmp_path, libsvm_file)
+    assert dsvm_cli("run", pipeline, cwd=tmp_path)[0] == 0
+    assert dsvm_cli("run", pipeline, "--overwrite", cwd=tmp_path)[0] == 0  # its own report is replaced
+    report = tmp_path / "out" / "report.md"
+    (tmp_path / "mine.md").write_text("my notes\n")
+    os.replace(tmp_path / "mine.md", report)
+    line = _one_line_error(dsvm_cli("run", pipeline, "--overwrite", cwd=tmp_path), "run")
+    assert f"{report} exists and is not a report file written by dsvm" in line
+    assert report.read_text() == "my notes\n"
