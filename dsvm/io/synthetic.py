@@ -21,15 +21,17 @@ it — and any row range can be produced on its own.
 
 from __future__ import annotations
 
+import errno
 import logging
 import numbers
+import shutil
 from pathlib import Path
 
 import numpy as np
 from scipy.special import ndtri
 from scipy.stats import chi2
 
-from ..exceptions import disk_full_names
+from ..exceptions import DiskFullError, disk_full_names, format_bytes
 from .atomic import atomic_target
 from .dataset import open_dataset
 from .sources import RowSource
@@ -41,6 +43,9 @@ __all__ = ["make_classification_zarr", "check_synthetic_options", "SphereSource"
 
 GENERATION_BLOCK = 65536
 GENERATOR = "sphere-v1"
+#: the least part of its uncompressed size a generated dataset takes on disk: the sign and the mantissa of a
+#: standard normal are random bits (24 of a float32's 32, 53 of a float64's 64), which no codec stores in fewer
+MIN_STORED_FRACTION = 0.75
 
 
 class SphereSource(RowSource):
@@ -119,6 +124,35 @@ def check_synthetic_options(n_samples, n_features=20, *, n_informative=5, noise=
         raise ValueError(f"progress must be True or False, got {progress!r}")
 
 
+def _check_free_space(path: str | Path, source: SphereSource, dtype) -> None:
+    """Refuse at once a dataset that cannot fit in the free space of ``path``'s file system.
+
+    The rows take at least :data:`MIN_STORED_FRACTION` of their uncompressed
+    size, whatever the codec; only a dataset larger than the free space even
+    then is refused (one that might fit is written, and a disk that fills is
+    reported by the writer, with nothing left behind).
+
+    Raises
+    ------
+    DiskFullError
+        Naming the target, the space the rows need and the space that is free.
+    """
+    folder = Path(path).absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:  # not a place whose space can be asked: the writer reports a full disk
+        return
+    raw = float(source.n_rows) * source.n_features * np.dtype(dtype).itemsize
+    if MIN_STORED_FRACTION * raw > free:
+        raise DiskFullError(errno.ENOSPC, f"{path}: {source.n_rows} rows x {source.n_features} features of "
+                            f"{np.dtype(dtype).name} need at least {format_bytes(MIN_STORED_FRACTION * raw)} on disk "
+                            f"({format_bytes(raw)} uncompressed) and the file system of {folder} has {format_bytes(free)} free; "
+                            "generate "
+                            "fewer rows or features, or choose another place; nothing was written")
+
+
 def make_classification_zarr(
     path: str | Path,
     n_samples: int,
@@ -169,6 +203,7 @@ def make_classification_zarr(
     if random_state is None:
         random_state = int(np.random.SeedSequence().entropy % 2**32)
     source = SphereSource(int(n_samples), int(n_features), int(n_informative), float(noise), int(random_state))
+    _check_free_space(path, source, dtype)
     attrs = {
         "source": "synthetic",
         "source_format": "synthetic",

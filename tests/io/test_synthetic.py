@@ -89,3 +89,45 @@ def test_arguments_of_the_wrong_type_name_the_argument_before_anything_is_writte
         make_classification_zarr(tmp_path / "a.zarr", **args)
     assert list(tmp_path.iterdir()) == []
     check_synthetic_options(10.0, np.int64(3), n_informative=2, random_state=None)  # whole floats, numpy integers
+
+
+def test_a_dataset_larger_than_the_free_space_is_refused_at_once(tmp_path, monkeypatch):
+    """`dsvm demo --n-train 100000000000` (7.3 TiB) started writing on a disk of 80 GiB, and ran for minutes."""
+    import shutil
+    from collections import namedtuple
+
+    import dsvm.io.synthetic as synthetic
+    from dsvm.exceptions import DiskFullError
+
+    usage = namedtuple("usage", "total used free")
+    asked = []
+
+    def disk_usage(folder):
+        asked.append(folder)
+        return usage(2**30, 2**30 - 10 * 2**20, 10 * 2**20)  # 10 MiB free
+
+    monkeypatch.setattr(shutil, "disk_usage", disk_usage)
+    writes = []
+    monkeypatch.setattr(synthetic, "write_source", lambda *a, **k: writes.append(a))
+    with pytest.raises(DiskFullError, match=r"a\.zarr: 1000000 rows x 20 features of float32 need at least 57\.2 "
+                                            r"MiB on disk \(76\.3 MiB uncompressed\) and the file system of .* has "
+                                            r"10\.0 MiB free; .*nothing was written$"):
+        make_classification_zarr(tmp_path / "new" / "a.zarr", 1_000_000, 20)
+    assert asked == [tmp_path] and writes == [] and list(tmp_path.iterdir()) == []
+    # what may fit after compression is written (the writer reports a disk that fills)
+    monkeypatch.setattr(synthetic, "write_source", lambda *a, **k: writes.append(a) or 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        make_classification_zarr(tmp_path / "b.zarr", 100_000, 20)  # 7.6 MiB uncompressed
+    assert len(writes) == 1
+
+
+def test_the_demo_refuses_more_rows_than_any_disk_holds(tmp_path):
+    from helpers import run_dsvm
+
+    proc = run_dsvm("demo", "--n-train", str(10**15), "--output", "out", "--workers", "1", "--threads-per-worker", "1",
+                    cwd=tmp_path, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("dsvm demo: error: out/data/train.zarr: 1000000000000000 rows x 20 features of "
+                               "float32 need at least "), lines
+    assert not (tmp_path / "out" / "data").exists()
