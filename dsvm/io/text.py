@@ -49,6 +49,8 @@ DEFAULT_BLOCK_BYTES = 16 * 2**20
 MAX_LINE_BYTES = 2**30
 _MAGIC = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"BZh": "bz2"}
 _COMPRESSED_SUFFIXES = (".gz", ".xz", ".lzma", ".bz2")
+# the compression a suffix promises (.lzma files may be of the legacy format, which has no signature)
+_SUFFIX_KINDS = {".gz": "gzip", ".xz": "xz", ".bz2": "bz2"}
 _LIBSVM_LINE = re.compile(rb"^\s*[+-]?[\d.]+[eE0-9+-]*(\s+(qid:\S+|\d+:\S+))*\s*(#.*)?$")
 
 
@@ -59,12 +61,25 @@ def open_data_file(path: str | os.PathLike) -> BinaryIO:
 
 
 def compression(path: str | os.PathLike) -> str | None:
-    """``"gzip"``, ``"xz"``, ``"bz2"`` or ``None``, from the first bytes of the file."""
+    """``"gzip"``, ``"xz"``, ``"bz2"`` or ``None``, from the first bytes of the file.
+
+    A file named as compressed (``.gz``, ``.xz``, ``.bz2``) whose first bytes
+    are not that compression's signature is damaged (or misnamed): an
+    :class:`InputFileError`, as for a stream damaged further on, never text
+    read as it is.
+    """
     with open_data_file(path) as f:
         head = f.read(6)
     for magic, name in _MAGIC.items():
         if head.startswith(magic):
             return name
+    suffix = Path(path).suffix.lower()
+    expected = _SUFFIX_KINDS.get(suffix)
+    if expected is not None:
+        start = f"starts with {head!r}" if head else "is empty"
+        raise InputFileError(
+            f"{path}: the {expected} data is corrupted: the file does not start as {expected} data does (it {start}); "
+            f"the file is damaged: copy or compress it again (or, if it is not compressed, name it without {suffix})")
     return None
 
 

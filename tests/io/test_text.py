@@ -111,3 +111,30 @@ def test_a_line_longer_than_the_bound_is_an_error_not_exhausted_memory(tmp_path,
     assert not (tmp_path / "d.zarr").exists()
     monkeypatch.setattr(text, "MAX_LINE_BYTES", 200_000)  # within the bound the same file is read
     assert dsvm_io.ingest(str(path), tmp_path / "d.zarr", block_bytes=4096).n_samples == 3
+
+
+@pytest.mark.parametrize("suffix, kind", [(".bz2", "bz2"), (".gz", "gzip"), (".xz", "xz")])
+@pytest.mark.parametrize("content", [b"x", b"", b"1,2\n3,4\n"])
+def test_a_compressed_name_without_compressed_data_is_damaged(tmp_path, suffix, kind, content):
+    """`one.csv.bz2` holding `x` was read as plain text: "holds no rows of data" (a header `x` and nothing else)."""
+    import dsvm
+    from dsvm.io import InputFileError
+
+    path = tmp_path / f"one.csv{suffix}"
+    path.write_bytes(content)
+    with pytest.raises(InputFileError, match=rf"one\.csv\{suffix}: the {kind} data is corrupted: the file does not "
+                                             rf"start as {kind} data does"):
+        dsvm.ingest(path, tmp_path / "d.zarr")
+    assert not (tmp_path / "d.zarr").exists()
+
+
+def test_a_damaged_bz2_stream_is_named_as_such(tmp_path):
+    import dsvm
+    from dsvm.io import InputFileError
+
+    path = tmp_path / "one.csv.bz2"
+    path.write_bytes(b"BZh9" + b"x" * 40)
+    with pytest.raises(InputFileError, match=r"one\.csv\.bz2: the bz2 data is corrupted"):
+        dsvm.ingest(path, tmp_path / "d.zarr")
+    path.write_bytes(bz2.compress(b"a,b\n1,2\n3,4\n"))
+    assert dsvm.ingest(path, tmp_path / "d.zarr").n_samples == 2
