@@ -51,7 +51,8 @@ def _add_cluster_args(p: argparse.ArgumentParser) -> None:
                    help="attach to a running scheduler, e.g. tcp://127.0.0.1:8786 (fails after "
                         "dsvm.connect-timeout, 10 s, if it does not answer)")
     g.add_argument("--scheduler-file", metavar="FILE", help="attach to the scheduler described by a scheduler file")
-    g.add_argument("--workers", type=int, metavar="N", help="worker processes of the default local cluster")
+    g.add_argument("--workers", type=int, metavar="N", help="worker processes of the default local cluster (at most 4 "
+                   "per CPU core of this machine)")
     g.add_argument("--threads-per-worker", type=int, metavar="N", help="threads per worker of the default local cluster")
     g.add_argument("--memory-limit", metavar="SIZE", help="memory limit per worker of the default local cluster, e.g. 2GiB")
 

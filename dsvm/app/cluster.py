@@ -44,6 +44,7 @@ from ..user_files import read_user_file
 from .cluster_lifecycle import (
     NOISY_LOGGERS,
     check_local_sizes,
+    check_spec_workers,
     close_quietly,
     job_failures,
     local_cluster_options,
@@ -119,6 +120,7 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
         check_adapt(spec["adapt"], where)
     out = dict(spec)
     out["args"], out["kwargs"] = args, kwargs
+    check_spec_workers(out, where)
     return out
 
 

@@ -4,7 +4,10 @@ cannot come), and a quiet close.
 :func:`check_local_sizes` and :func:`local_cluster_options` refuse sizes of
 the default local cluster that are not sizes (distributed takes
 ``n_workers=-1`` as a wait for workers that never come, ``memory_limit=0`` as
-no limit, ``threads_per_worker=-1`` as a failed nanny).
+no limit, ``threads_per_worker=-1`` as a failed nanny) and more workers than
+:data:`MAX_WORKERS_PER_CORE` per core of this machine; :func:`check_spec_workers`
+holds a spec's ``LocalCluster`` to the same bound and refuses a spec that waits
+for more workers than it starts.
 
 A dask-jobqueue cluster submits one batch job per worker (``sbatch``, ``qsub``, ...).
 When the batch system refuses a job (an unknown partition or account, a size no node
@@ -51,7 +54,8 @@ from ..exceptions import ClusterSpecError
 from ..user_files import open_user_file
 
 __all__ = ["job_failures", "slurm_job_states", "wait_for_workers", "HOPELESS_REASONS", "check_local_sizes",
-           "local_cluster_options", "quiet_workers", "close_quietly", "NOISY_LOGGERS"]
+           "local_cluster_options", "quiet_workers", "close_quietly", "NOISY_LOGGERS", "MAX_WORKERS_PER_CORE",
+           "check_spec_workers"]
 
 logger = logging.getLogger(__name__)
 
@@ -324,6 +328,70 @@ def _memory_limit(value: Any, name: str) -> Any:
     return value
 
 
+#: worker processes a cluster on this machine may have per CPU core: more only compete for the cores and the
+#: memory (each is a Python process of its own; a million of them grew memory without end and never failed)
+MAX_WORKERS_PER_CORE = 4
+
+
+def _check_local_workers(n: int, name: str) -> None:
+    """Refuse more than :data:`MAX_WORKERS_PER_CORE` worker processes per CPU core of this machine."""
+    cores = os.cpu_count() or 1
+    if n > MAX_WORKERS_PER_CORE * cores:
+        raise ClusterSpecError(f"{name} {n}: give at most {MAX_WORKERS_PER_CORE * cores} ({MAX_WORKERS_PER_CORE} "
+                               f"worker processes per CPU core; this machine has {cores})")
+
+
+def check_spec_workers(spec: dict[str, Any], where: str) -> None:
+    """Refuse a validated spec that starts more local workers than this machine can run, or that waits for more
+    workers than it can start.
+
+    A ``LocalCluster`` runs here: its ``n_workers``, ``scale`` and ``adapt``
+    maximum are held to :data:`MAX_WORKERS_PER_CORE` per core.  The workers a
+    spec can start are known when it says so: ``adapt``'s ``maximum``;
+    otherwise ``scale``, else ``kwargs.n_workers`` (dask-jobqueue starts none
+    without it, dask-gateway none without ``scale`` or ``adapt``).  A
+    dask-jobqueue ``scale`` counts workers but starts whole jobs, so it may
+    start more than it says unless ``processes`` is given.
+
+    Raises
+    ------
+    ClusterSpecError
+        One line naming the number and where it comes from.
+    """
+    kwargs, adapt = spec.get("kwargs", {}), spec.get("adapt")
+    if spec["class"] == "LocalCluster":
+        for name, value in (("kwargs.n_workers", kwargs.get("n_workers")), ("scale", spec.get("scale")),
+                            ("adapt.maximum", (adapt or {}).get("maximum"))):
+            if value is not None:
+                _check_local_workers(value, f"{where}: {name}")
+    wait = spec.get("wait_for_workers")
+    bound = _workers_bound(spec)
+    if wait and bound is not None and wait > bound[0]:
+        raise ClusterSpecError(f"{where}: wait_for_workers is {wait:g} but the spec starts at most {bound[0]} "
+                               f"worker(s) ({bound[1]}); lower wait_for_workers or start more workers")
+
+
+def _workers_bound(spec: dict[str, Any]) -> tuple[int, str] | None:
+    """The most workers a spec starts, and what says so; None when the spec does not tell (see
+    :func:`check_spec_workers`)."""
+    kwargs, adapt, cls = spec.get("kwargs", {}), spec.get("adapt"), spec["class"]
+    jobqueue = cls not in ("LocalCluster", "KubeCluster", "GatewayCluster")
+    if adapt is not None:
+        return (adapt["maximum"], "adapt.maximum") if "maximum" in adapt else None
+    if "scale" in spec:
+        n, what = spec["scale"], "scale"
+    elif "n_workers" in kwargs:
+        n, what = kwargs["n_workers"], "kwargs.n_workers"
+    elif jobqueue or cls == "GatewayCluster":
+        return 0, "no scale, adapt or n_workers"
+    else:
+        return None
+    if jobqueue and n > 0:  # whole jobs of `processes` workers each
+        processes = kwargs.get("processes")
+        return None if processes is None else (-(-n // processes) * processes, f"{what} {n} in jobs of {processes}")
+    return n, f"{what} {n}"
+
+
 def check_local_sizes(local: dict[str, Any], names: dict[str, str] | None = None) -> dict[str, Any]:
     """``local`` (keywords of the default ``LocalCluster``) with its sizes checked.
 
@@ -341,6 +409,8 @@ def check_local_sizes(local: dict[str, Any], names: dict[str, str] | None = None
     for key in ("n_workers", "threads_per_worker"):
         if key in local and not (_is_number(local[key], int) and local[key] >= 1):
             raise ClusterSpecError(f"{names.get(key, key)} {local[key]}: give a whole number of at least 1")
+    if "n_workers" in local:
+        _check_local_workers(local["n_workers"], names.get("n_workers", "n_workers"))
     out = dict(local)
     if "memory_limit" in out:
         out["memory_limit"] = _memory_limit(out["memory_limit"], names.get("memory_limit", "memory_limit"))

@@ -687,3 +687,76 @@ def test_closing_a_cluster_of_in_process_workers_leaves_this_process_logging():
         pass
     assert logging.getLogger("dsvm.test").isEnabledFor(logging.WARNING)
     assert logging.getLogger("distributed").level != logging.CRITICAL + 1
+
+
+# --------------------------------------------------------------------------- how many workers a spec or option asks for
+
+def _most_local_workers() -> int:
+    import os
+
+    from dsvm.app.cluster_lifecycle import MAX_WORKERS_PER_CORE
+
+    return MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
+
+
+LOCAL_SPEC = {"module": "distributed", "class": "LocalCluster"}
+
+
+@pytest.mark.parametrize("spec, where", [
+    ({**LOCAL_SPEC, "kwargs": {"n_workers": 10**6}}, "kwargs.n_workers 1000000"),
+    ({**LOCAL_SPEC, "scale": 10**6}, "scale 1000000"),
+    ({**LOCAL_SPEC, "adapt": {"minimum": 1, "maximum": 10**6}}, "adapt.maximum 1000000"),
+])
+def test_more_local_workers_than_this_machine_can_run_are_refused(spec, where):
+    """`--workers 1000000` or a spec's `n_workers: 1000000` grew memory by 20 MB/s and never failed."""
+    from dsvm.app.cluster import check_local_sizes
+
+    most = _most_local_workers()
+    with pytest.raises(ClusterSpecError, match=f"^--workers 1000000: give at most {most} \\(4 worker processes per "
+                                               "CPU core; this machine has \\d+\\)$"):
+        check_local_sizes({"n_workers": 10**6}, {"n_workers": "--workers"})
+    with pytest.raises(ClusterSpecError, match=f"^s.yaml: {re.escape(where)}: give at most {most} "):
+        validate_cluster_spec(spec, "s.yaml")
+    assert check_local_sizes({"n_workers": most}) == {"n_workers": most}
+    validate_cluster_spec({**LOCAL_SPEC, "kwargs": {"n_workers": most}})
+
+
+def test_the_command_refuses_a_million_workers_before_any_work(tmp_path, tiny_libsvm, capsys):
+    line = _train_error(tmp_path, tiny_libsvm, capsys, "--workers", "1000000")
+    assert line.startswith(f"dsvm train: error: --workers 1000000: give at most {_most_local_workers()} "), line
+
+
+@pytest.mark.parametrize("spec, bound", [
+    ({**LOCAL_SPEC, "kwargs": {"n_workers": 0}, "wait_for_workers": 1}, "0 worker(s) (kwargs.n_workers 0)"),
+    ({**LOCAL_SPEC, "kwargs": {"n_workers": 2}, "scale": 1, "wait_for_workers": 2}, "1 worker(s) (scale 1)"),
+    ({**LOCAL_SPEC, "adapt": {"maximum": 2}, "wait_for_workers": 3}, "2 worker(s) (adapt.maximum)"),
+    ({"module": "dask_jobqueue", "class": "SLURMCluster", "kwargs": {"cores": 1}, "wait_for_workers": 1},
+     "0 worker(s) (no scale, adapt or n_workers)"),
+    ({"module": "dask_jobqueue", "class": "SLURMCluster", "kwargs": {"processes": 2}, "scale": 3,
+      "wait_for_workers": 5}, "4 worker(s) (scale 3 in jobs of 2)"),
+    ({"module": "dask_gateway", "class": "GatewayCluster", "wait_for_workers": 1},
+     "0 worker(s) (no scale, adapt or n_workers)"),
+])
+def test_a_spec_that_waits_for_more_workers_than_it_starts_is_refused_at_once(spec, bound):
+    """`n_workers: 0` with `wait_for_workers: 1` waited the whole timeout, then "only 0 of 1 workers joined"."""
+    with pytest.raises(ClusterSpecError, match=f"^s.yaml: wait_for_workers is {spec['wait_for_workers']} but the "
+                                               f"spec starts at most {re.escape(bound)}; lower wait_for_workers"):
+        validate_cluster_spec(spec, "s.yaml")
+
+
+@pytest.mark.parametrize("spec", [
+    {**LOCAL_SPEC, "wait_for_workers": 1},  # LocalCluster's own number of workers: at least one
+    {**LOCAL_SPEC, "adapt": {"minimum": 1}, "wait_for_workers": 4},
+    {"module": "dask_jobqueue", "class": "SLURMCluster", "scale": 1, "wait_for_workers": 2},  # jobs of ? workers
+    {"module": "dask_jobqueue", "class": "SLURMCluster", "kwargs": {"processes": 2}, "scale": 3, "wait_for_workers": 4},
+    {"module": "dask_kubernetes.operator", "class": "KubeCluster", "wait_for_workers": 1},
+])
+def test_a_spec_whose_workers_are_not_known_from_it_is_waited_for(spec):
+    validate_cluster_spec(spec, "s.yaml")
+
+
+def test_a_spec_with_no_workers_and_a_wait_fails_before_any_cluster_starts(tmp_path, tiny_libsvm, capsys):
+    spec = _write(tmp_path, "module: distributed\nclass: LocalCluster\nkwargs: {n_workers: 0}\nwait_for_workers: 1\n")
+    line = _train_error(tmp_path, tiny_libsvm, capsys, "--cluster", str(spec))
+    assert line == (f"dsvm train: error: {spec}: wait_for_workers is 1 but the spec starts at most 0 worker(s) "
+                    "(kwargs.n_workers 0); lower wait_for_workers or start more workers")
