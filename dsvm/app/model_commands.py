@@ -12,6 +12,7 @@ output is checked before the work starts and replaced only with
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import math
@@ -56,7 +57,8 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
     temporary folder that is removed on exit.
 
     ``kind`` names that folder (``dsvm-KIND-PID-*``, found by ``dsvm clean`` if
-    a killed run leaves it).  ``like``: a fitted model the data must match (its number of features and
+    a killed run leaves it); an error of the command that names the temporary dataset names ``args.data``
+    instead.  ``like``: a fitted model the data must match (its number of features and
     LIBSVM indexing base are used to read a raw file).  ``labels_needed=False``
     (predict): a raw ``.npy`` file without ``--labels`` gets placeholder labels,
     never shown.
@@ -94,7 +96,27 @@ def input_dataset(args, kind: str, *, like=None, like_name: str = "", labels_nee
             indices = "" if base is None else f", {'zero' if base else 'one'}-based LIBSVM indices"
             raise UserError(f"{exc}; {args.data} is read as input to {like_name} "
                             f"({like.n_features_in_} features{indices})") from None
-        yield ds
+        try:
+            yield ds
+        except Exception as exc:
+            renamed = _naming_the_file(exc, ds.path, args.data)
+            if renamed is None:
+                raise
+            raise renamed.with_traceback(exc.__traceback__) from None
+
+
+def _naming_the_file(exc: Exception, temporary: str, data: str) -> Exception | None:
+    """A copy of ``exc`` naming the user's DATA file where its message names the temporary dataset the file was
+    read into (``the feature names of /tmp/dsvm-input-.../data.zarr differ``: a folder that is gone when the
+    user reads it); None when the message does not name it (or the error cannot be copied)."""
+    if not (exc.args and isinstance(exc.args[0], str) and str(temporary) in exc.args[0]):
+        return None
+    try:
+        renamed = copy.copy(exc)
+    except Exception:  # an error type that cannot be rebuilt from its arguments: left as it is
+        return None
+    renamed.args = (exc.args[0].replace(str(temporary), str(data)), *exc.args[1:])
+    return renamed
 
 
 def tabular_options(args) -> dict:

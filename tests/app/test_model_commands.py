@@ -470,3 +470,19 @@ def test_every_searched_value_is_checked_as_its_parameter_before_the_work(tmp_pa
     line = _error_line(capsys, "train")
     assert line.startswith(f"dsvm train: error: {message}"), line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_errors_about_a_raw_file_name_the_file_not_its_temporary_dataset(tmp_path, iris_like, run, capsys):
+    """Columns reordered against the model's: "the feature names of /tmp/dsvm-input-26150-.../data.zarr differ"."""
+    model = iris_like / "m.npz"
+    with open(iris_like / "labelled.csv") as f:
+        rows = list(csv.reader(f))
+    reordered = tmp_path / "reord.csv"
+    with open(reordered, "w", newline="") as f:
+        csv.writer(f).writerows([[r[1], r[0], *r[2:]] for r in rows])
+    for command, extra in (("predict", ("--out", tmp_path / "p.npy")), ("evaluate", ())):
+        capsys.readouterr()
+        assert run(command, model, reordered, *extra) == 1
+        line = _error_line(capsys, command)
+        assert f"the feature names of {reordered} differ from those NystroemSVC was fitted with" in line, line
+        assert "dsvm-input-" not in line
