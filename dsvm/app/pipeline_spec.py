@@ -20,7 +20,7 @@ from sklearn.model_selection import ParameterGrid
 
 from ..exceptions import PipelineError
 from ..experiments import DEFAULTS, PAPER_DATASETS, dataset_settings, paper_config
-from ..io import check_synthetic_options, ingest, make_classification_zarr
+from ..io import MAX_N_FEATURES, check_synthetic_options, ingest, make_classification_zarr
 from ..model_selection import check_search_landmarks, check_search_params
 from ..options import DTYPES
 from ..reference import require_clarabel
@@ -61,7 +61,8 @@ def _path_text(value) -> bool:
 INGEST_OPTION_TYPES: dict[str, tuple[str, Any]] = {
     "format": ("one of libsvm, csv, npy, parquet", lambda v: v is None or isinstance(v, str)),
     "y": ("a path (a non-empty text)", lambda v: v is None or _path_text(v)),
-    "n_features": ("a positive integer", lambda v: v is None or (_whole(v) and v >= 1)),
+    "n_features": (f"an integer from 1 to {MAX_N_FEATURES}", lambda v: v is None or (_whole(v) and
+                                                                               1 <= v <= MAX_N_FEATURES)),
     "zero_based": ("'auto', true or false", lambda v: v == "auto" or isinstance(v, bool)),
     "dense": ("true, false or null", lambda v: v is None or isinstance(v, bool)),
     "chunk_rows": ("a positive integer", lambda v: v is None or (_whole(v) and v >= 1)),

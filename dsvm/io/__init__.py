@@ -21,7 +21,7 @@ from .atomic import atomic_target, check_target, dataset_problem
 from .csv_ingest import csv_width
 from .dataset import Dataset, open_dataset
 from .frames import check_numeric_columns
-from .ingestion import ingest
+from .ingestion import MAX_N_FEATURES, ingest
 from .label_text import label_texts
 from .layout import FORMAT_NAME, FORMAT_VERSION, to_json_scalar
 from .replace import (
@@ -48,7 +48,7 @@ from .writer import write_dataset
 
 __all__ = [
     "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr",
-    "check_synthetic_options", "detect_format",
+    "check_synthetic_options", "MAX_N_FEATURES", "detect_format",
     "check_numeric_columns", "csv_width", "label_texts",
     "InvalidDatasetError", "InputFileError", "DiskFullError", "ModelFileError", "NotDsvmOutputError",
     "FORMAT_NAME", "FORMAT_VERSION", "to_json_scalar",

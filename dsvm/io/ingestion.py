@@ -42,7 +42,7 @@ from .dataset import open_dataset
 from .frames import PARQUET_SUFFIXES, is_dask_frame, is_pandas_frame, pandas_arrays, stage_dask_frame, \
     stage_parquet, table_columns
 from .labels import block_labels, check_numeric_labels, is_numeric_labels, warn_if_continuous, with_class_names
-from .libsvm import LineError, line_at, parse_libsvm_block
+from .libsvm import MAX_FEATURE_INDEX, LineError, line_at, parse_libsvm_block
 from .parse_stage import line_offsets, parse_stage, raise_first_error
 from .replace import check_inputs_outside, local_target
 from .sources import NpySource, RowSource, StagedSource, save_csr_part
@@ -51,9 +51,27 @@ from .writer import check_dtype, stored_bytes_bound, write_dataset, write_source
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ingest"]
+__all__ = ["ingest", "MAX_N_FEATURES"]
 
 FORMATS = ("libsvm", "csv", "npy", "parquet")
+#: the widest dataset: one more than the largest feature index a LIBSVM file may use (2**31 - 1)
+MAX_N_FEATURES = MAX_FEATURE_INDEX + 1
+
+
+def _check_n_features(n_features) -> int | None:
+    """``n_features`` as an int (None stays None), bounded as the feature indices are.
+
+    Raises
+    ------
+    ValueError
+        Not an integer (``bool`` is not one), or outside 1 .. :data:`MAX_N_FEATURES`.
+    """
+    if n_features is None:
+        return None
+    if isinstance(n_features, (bool, np.bool_)) or not isinstance(n_features, (int, np.integer)) \
+            or not 1 <= n_features <= MAX_N_FEATURES:
+        raise ValueError(f"n_features must be an integer from 1 to {MAX_N_FEATURES} (2**31 - 1), got {n_features!r}")
+    return int(n_features)
 # tabular sources, whose label column may look continuous (a hint that it is the wrong column)
 TABULAR = ("csv", "parquet", "frame", "dask-frame")
 
@@ -366,6 +384,7 @@ def ingest(
     """
 
     started = time.perf_counter()
+    n_features = _check_n_features(n_features)
     if zero_based not in ("auto", True, False):
         raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
     base_from = "option"

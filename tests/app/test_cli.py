@@ -632,3 +632,12 @@ def test_a_failed_demo_leaves_a_folder_the_next_demo_may_use(tmp_path, capsys):
         _error_line(capsys, "demo")
     assert _run("demo", "--n-train", 400, "--n-test", 100, "--output", out, "--overwrite", *small) == 0
     assert json.loads((out / "report.json").read_text())["data"]["n_train"] == 400
+
+
+def test_an_n_features_beyond_the_index_bound_is_one_line(tmp_path, capsys):
+    """`dsvm ingest d.libsvm o.zarr --n-features 99999999999999999999` was an OverflowError traceback."""
+    (tmp_path / "d.libsvm").write_text("1 1:1 2:3\n-1 1:2 2:1\n")
+    assert _run("ingest", tmp_path / "d.libsvm", tmp_path / "o.zarr", "--n-features", 99999999999999999999) == 1
+    assert _error_line(capsys, "ingest") == ("dsvm ingest: error: n_features must be an integer from 1 to 2147483647 "
+                                             "(2**31 - 1), got 99999999999999999999")
+    assert not (tmp_path / "o.zarr").exists()

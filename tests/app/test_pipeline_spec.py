@@ -254,7 +254,9 @@ def test_params_may_use_other_params(tmp_path):
     ({"data": {"train": {"zarr": 5}}}, r"data\.train\.zarr must be a path \(a non-empty text\), got 5"),
     ({"data": {"train": {"source": 5}}}, r"data\.train\.source must be a path"),
     ({"data": {"train": {"source": "a.libsvm", "n_features": "abc"}}},
-     r"data\.train\.n_features must be a positive integer, got 'abc'"),
+     r"data\.train\.n_features must be an integer from 1 to 2147483647, got 'abc'"),
+    ({"data": {"train": {"source": "a.libsvm", "n_features": 2**31}}},
+     r"data\.train\.n_features must be an integer from 1 to 2147483647, got 2147483648"),
     ({"data": {"train": {"source": "a.libsvm", "dense": "yes"}}}, r"data\.train\.dense must be true, false or null"),
     ({"data": {"train": {"source": "a.libsvm", "zero_based": 1}}}, r"data\.train\.zero_based must be 'auto', true or "
                                                                    r"false, got 1"),

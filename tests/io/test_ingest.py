@@ -429,3 +429,17 @@ def test_a_fifo_label_file_is_refused_at_once(tmp_path):
 def test_a_device_is_refused_not_read(tmp_path):
     with pytest.raises(InputFileError, match="/dev/zero: it is a device, not a regular file"):
         ingest("/dev/zero", tmp_path / "t.zarr", format="libsvm")
+
+
+# --------------------------------------------------------------------------- n_features is bounded like an index
+@pytest.mark.parametrize("n_features", [99999999999999999999, 2**31, 0, -3, 2.5, "7", True])
+def test_n_features_is_bounded_like_the_feature_indices(tmp_path, n_features):
+    """`ingest --n-features 99999999999999999999` was an OverflowError traceback ("Python int too large to convert
+    to C long"); a feature index is at most 2**31 - 2, so n_features is at most 2**31 - 1."""
+    path = tmp_path / "d.libsvm"
+    path.write_text("1 1:1 2:3\n-1 1:2 2:1\n")
+    with pytest.raises(ValueError, match=rf"^n_features must be an integer from 1 to 2147483647 \(2\*\*31 - 1\), "
+                                         rf"got {re.escape(repr(n_features))}$"):
+        ingest(path, tmp_path / "d.zarr", n_features=n_features)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.libsvm"]
+    assert ingest(path, tmp_path / "d.zarr", n_features=np.int64(4)).n_features == 4
