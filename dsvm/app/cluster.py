@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import socket
+import struct
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -323,12 +324,22 @@ async def _handshake(address: str, timeout: float) -> None:
     await asyncio.wait_for(attempt(), timeout)
 
 
+#: the schemes dsvm attaches over (distributed's others: inproc:// lives inside one process, ucx:// needs a
+#: back-end dsvm does not install)
+SCHEMES = ("tcp", "tls")
+#: the most bytes a Dask scheduler's first message (its handshake, a few hundred bytes) may announce
+MAX_GREETING_BYTES = 2**20
+
+
 def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> None:
     """Fail with one line, within ``timeout`` seconds, when no scheduler answers at ``address``.
 
     A refused port or an unknown host fails within
     :data:`FIRST_ATTEMPT_SECONDS`; a host that does not answer, or a server
-    that never completes distributed's handshake, after ``timeout``.
+    that never completes distributed's handshake, after ``timeout``; a
+    server that answers in another protocol at once (its first message is
+    read with a bound, :data:`MAX_GREETING_BYTES`, before distributed reads
+    it whole).  Only ``tcp://`` and ``tls://`` addresses are accepted.
     ``where``: how the address was given (``" (from scheduler file s.json)"``).
     Skipped inside a running event loop (the client then bounds the connect).
     """
@@ -339,6 +350,9 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         host, port = parse_host_port(location, default_port=DEFAULT_SCHEDULER_PORT)
     except ValueError as exc:
         raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
+    if scheme not in SCHEMES:
+        raise SchedulerUnreachableError(f"{address}{where}: dsvm attaches to a Dask scheduler over "
+                                        f"{' or '.join(f'{s}://' for s in SCHEMES)}, not {scheme}://")
     if scheme == "tls" and not _client_tls_configured():
         raise SchedulerUnreachableError(
             f"the Dask scheduler at {address}{where} speaks TLS and this process has no certificate for it: set "
@@ -350,32 +364,52 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         pass
     started = time.monotonic()
     first = min(FIRST_ATTEMPT_SECONDS, timeout)
-    if scheme in ("tcp", "tls"):
-        # A plain socket first: distributed's connect retries a refused port until its timeout, and on a
-        # loaded machine its first attempt may not even get to the refusal within ``first``.
-        try:
-            _probe(scheme, host, port, first)
-        except (ConnectionRefusedError, socket.gaierror) as exc:
-            raise _unreachable(address, where, exc, started) from None
-        except OSError:  # no answer yet: the handshake below waits for it, up to ``timeout``
-            pass
+    # A plain socket first: distributed's connect retries a refused port until its timeout, and on a loaded
+    # machine its first attempt may not even get to the refusal within ``first``.
     try:
-        asyncio.run(_handshake(address, first))
+        greeting = _probe(scheme, host, port, first)
+    except (ConnectionRefusedError, socket.gaierror) as exc:
+        raise _unreachable(address, where, exc, started) from None
+    except OSError:  # no answer yet: the handshake below waits for it, up to ``timeout``
+        greeting = None
+    if greeting is not None and not 0 < greeting <= MAX_GREETING_BYTES:
+        raise _not_dask(address, where)
+    try:
+        _run_handshake(address, where, first)
         return
-    except ValueError as exc:  # e.g. an unknown scheme
-        raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
+    except SchedulerUnreachableError:  # an OSError, but already the answer
+        raise
     except (OSError, asyncio.TimeoutError) as exc:
         if any(isinstance(e, (ConnectionRefusedError, socket.gaierror)) for e in _chain(exc)) or timeout <= first:
             raise _unreachable(address, where, exc, started) from None
     try:
-        asyncio.run(_handshake(address, timeout - first))
+        _run_handshake(address, where, timeout - first)
+    except SchedulerUnreachableError:
+        raise
     except (OSError, asyncio.TimeoutError) as exc:
         raise _unreachable(address, where, exc, started) from None
 
 
-def _probe(scheme: str, host: str, port: int, timeout: float) -> None:
-    """Open and close a connection to ``host:port``; for ``tls`` with the TLS handshake done, so that the
-    scheduler does not log a failed handshake."""
+def _run_handshake(address: str, where: str, timeout: float) -> None:
+    """:func:`_handshake`; a reply distributed cannot read (an impossible frame size, bytes that are not its
+    messages) is one line saying that the server does not speak Dask's protocol."""
+    try:
+        asyncio.run(_handshake(address, timeout))
+    except (OSError, asyncio.TimeoutError):
+        raise
+    except Exception:  # whatever distributed's decoding raises on a stranger's bytes (MemoryError included)
+        raise _not_dask(address, where) from None
+
+
+def _not_dask(address: str, where: str) -> SchedulerUnreachableError:
+    return SchedulerUnreachableError(f"the server at {address}{where} does not speak Dask's protocol: it is not a "
+                                     "Dask scheduler (check the host and the port)")
+
+
+def _probe(scheme: str, host: str, port: int, timeout: float) -> int | None:
+    """Open a connection to ``host:port`` (for ``tls`` with the TLS handshake done, so that the scheduler does
+    not log a failed handshake), and return the size its first message announces (distributed's first 8 bytes:
+    the bytes of the frames that follow); None when the server says nothing within ``timeout`` or hangs up."""
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         if scheme == "tls":
@@ -383,8 +417,16 @@ def _probe(scheme: str, host: str, port: int, timeout: float) -> None:
 
             context = Security().get_connection_args("client")["ssl_context"]
             sock = context.wrap_socket(sock, server_hostname=host)
+        head = b""
+        with contextlib.suppress(OSError):  # silent, or gone: the handshake tells
+            while len(head) < 8:
+                part = sock.recv(8 - len(head))
+                if not part:
+                    break
+                head += part
     finally:
         sock.close()
+    return struct.unpack("Q", head)[0] if len(head) == 8 else None
 
 
 def _client_tls_configured() -> bool:

@@ -760,3 +760,67 @@ def test_a_spec_with_no_workers_and_a_wait_fails_before_any_cluster_starts(tmp_p
     line = _train_error(tmp_path, tiny_libsvm, capsys, "--cluster", str(spec))
     assert line == (f"dsvm train: error: {spec}: wait_for_workers is 1 but the spec starts at most 0 worker(s) "
                     "(kwargs.n_workers 0); lower wait_for_workers or start more workers")
+
+
+# --------------------------------------------------------------------------- a peer that is not a Dask scheduler
+
+@pytest.fixture
+def stranger():
+    """``serve(payload)``: the address of a TCP server that sends ``payload`` to each connection and keeps it
+    open (a service on the port that is not a Dask scheduler)."""
+    servers, accepted, stop = [], [], threading.Event()
+
+    def serve(payload: bytes) -> str:
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.settimeout(0.1)
+        servers.append(server)
+
+        def loop():
+            while not stop.is_set():
+                try:
+                    conn = server.accept()[0]
+                except OSError:
+                    continue
+                accepted.append(conn)
+                conn.sendall(payload)
+
+        threading.Thread(target=loop, daemon=True).start()
+        return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+    yield serve
+    stop.set()
+    for s in accepted + servers:
+        s.close()
+
+
+@pytest.mark.parametrize("payload", [
+    b"\xff" * 64,                                        # was "Maximum allowed dimension exceeded"
+    b"\0" * 6 + b"11",                                   # was "Unable to allocate 3.07 EiB ..."
+    (43).to_bytes(8, "little") + b"\xff" * 43,           # a plausible size, then no Dask message
+], ids=["ff", "exabytes", "garbage-frames"])
+def test_a_server_that_is_not_a_dask_scheduler_is_one_line_naming_it(tmp_path, tiny_libsvm, capsys, stranger,
+                                                                     monkeypatch, payload):
+    import distributed.comm.tcp
+
+    address = stranger(payload)
+    sizes, host_array = [], distributed.comm.tcp.host_array
+    monkeypatch.setattr(distributed.comm.tcp, "host_array", lambda n: sizes.append(n) or host_array(n))
+    line = _train_error(tmp_path, tiny_libsvm, capsys, "--scheduler-address", address)
+    assert line == (f"dsvm train: error: the server at {address} does not speak Dask's protocol: it is not a Dask "
+                    "scheduler (check the host and the port)")
+    assert all(n <= 2**20 for n in sizes), sizes  # nothing allocated on a stranger's word
+
+
+@pytest.mark.parametrize("address", ["ucx://127.0.0.1:1", "inproc://127.0.0.1/1/1"])
+def test_an_address_of_a_scheme_dsvm_does_not_attach_over_is_one_line(tmp_path, tiny_libsvm, capsys, address):
+    """`ucx://` was a traceback: "TypeError: Can't instantiate abstract class UCXConnector"."""
+    scheme = address.split("://")[0]
+    line = _train_error(tmp_path, tiny_libsvm, capsys, "--scheduler-address", address)
+    assert line == (f"dsvm train: error: {address}: dsvm attaches to a Dask scheduler over tcp:// or tls://, "
+                    f"not {scheme}://")
+    (tmp_path / "sched.json").write_text(json.dumps({"address": address}))
+    line = _train_error(tmp_path, tiny_libsvm, capsys, "--scheduler-file", str(tmp_path / "sched.json"))
+    assert line.startswith(f"dsvm train: error: {address} (from scheduler file {tmp_path / 'sched.json'}): dsvm "
+                           "attaches to a Dask scheduler over tcp:// or tls://")
