@@ -242,8 +242,14 @@ def nearest_centres(rows, prep) -> tuple[np.ndarray, np.ndarray]:
     return assign, d2
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def _lloyd_block(X_block, params):
-    """Per-centre sums and counts of the rows nearest to each centre, and their squared distances."""
+    """Per-centre sums and counts of the rows nearest to each centre, and their squared distances.
+
+    A row beyond float32 has an infinite distance, without numpy's RuntimeWarning from the worker: centres
+    beyond float32 are refused in the kernel's words when prepared as landmarks (``prepare_landmarks``), and the
+    row itself by the feature map's finiteness check.
+    """
     k = params["k"]
     assign, d2 = nearest_centres(X_block, params["prep"])
     onehot = sp.csr_matrix((np.ones(assign.size), (assign, np.arange(assign.size))), shape=(k, assign.size))

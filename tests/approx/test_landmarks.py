@@ -315,3 +315,20 @@ def test_dense_landmarks_within_memory_are_not_refused():
     check_dense_landmarks(600, 20_000, 500)  # 366 MiB: within the memory of any machine running the tests
     X = sp.random(50, 20_000, density=0.001, random_state=0, format="csr")
     assert select_landmarks(as_row_blocks(X, 20), 10, "uniform", random_state=0).components.shape == (10, 20_000)
+
+
+def test_a_lloyd_pass_over_rows_beyond_float32_warns_nothing():
+    """A worker printed numpy's two-line ``RuntimeWarning: overflow encountered in cast`` for such rows; the
+    centres they move are refused when prepared as landmarks."""
+    import warnings
+
+    from dsvm.approx.landmarks import _centre_prep, _lloyd_block
+    from dsvm.exceptions import NonFiniteError
+
+    X = np.full((20, 3), 1e30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = _lloyd_block(X, {"prep": _centre_prep(np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])), "k": 2})
+    assert not np.isfinite(out["inertia"]) and out["counts"].sum() == 20
+    with pytest.raises(NonFiniteError, match="overflows float32"):
+        _centre_prep(out["sums"] / np.maximum(out["counts"], 1)[:, None])
