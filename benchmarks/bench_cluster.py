@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from common import REPO, machine, save_json
 
 logger = logging.getLogger("bench_cluster")
@@ -148,8 +147,9 @@ def run(n_workers: int, args, ds_path: Path, tmp: Path) -> dict:
                 info = client.scheduler_info()["workers"]
                 f_bytes = [info[w]["metrics"]["managed_bytes"] for w in workers]
                 # the round trip of a pass over the same blocks that does nothing
-                from dsvm.blocks import as_row_blocks
                 import dask.array as da
+
+                from dsvm.blocks import as_row_blocks
 
                 n_blocks = max(c["blocks"] for c in meter.calls if c["fn"].endswith("_pass"))
                 empty = as_row_blocks(da.zeros((n_blocks * 8, 1), chunks=(8, 1)), 0).persist()

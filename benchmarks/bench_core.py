@@ -33,7 +33,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 from common import DEFAULT_DATA_DIR, REPO, load_libsvm, machine, save_json, table, timed
 
 C, GAMMA = 10.0, 0.05

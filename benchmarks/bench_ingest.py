@@ -86,9 +86,9 @@ def main(argv=None) -> int:
 
             t_sk, t_parse, t_ingest = _median_seconds(
                 [
-                    lambda: load_svmlight_file(str(text)),
-                    lambda: parse_libsvm_block(raw, dtype=np.float64),
-                    lambda: dsvm.io.ingest(text, target, format="libsvm", overwrite=True),
+                    lambda: load_svmlight_file(str(text)),  # noqa: B023
+                    lambda: parse_libsvm_block(raw, dtype=np.float64),  # noqa: B023
+                    lambda: dsvm.io.ingest(text, target, format="libsvm", overwrite=True),  # noqa: B023
                 ],
                 args.repeat,
             )

@@ -60,8 +60,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    import dsvm
     from distributed import Client, LocalCluster
+
+    import dsvm
 
     log = Path(tempfile.mkdtemp(prefix="bench-progress-")) / "progress.log"
     handler = logging.FileHandler(log)

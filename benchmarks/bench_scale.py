@@ -50,9 +50,8 @@ from pathlib import Path
 if "--compare-numpy" in sys.argv:
     os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
-import numpy as np  # noqa: E402
-
-from common import REPO, gemm_gflops, machine, save_json  # noqa: E402
+import numpy as np
+from common import REPO, gemm_gflops, machine, save_json
 
 logger = logging.getLogger("bench_scale")
 

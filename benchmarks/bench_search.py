@@ -36,7 +36,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 from common import DEFAULT_DATA_DIR, REPO, load_libsvm, machine, save_json, table
 
 DEFAULT_GRID = ["C=1,10,100", "gamma=0.01,0.05,0.1", "k=200,500"]
@@ -51,8 +50,7 @@ def _run(fn):
 def bench_search(Xtr, ytr, Xte, yte, grid, repeats, folds):
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-    from dsvm import NystroemSVC
-    from dsvm import NystroemSVCCV
+    from dsvm import NystroemSVC, NystroemSVCCV
 
     cv = StratifiedKFold(folds, shuffle=True, random_state=0)
     runs = {"NystroemSVCCV": [], "GridSearchCV(NystroemSVC())": []}

@@ -38,7 +38,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 from common import DEFAULT_DATA_DIR, REPO, gemm_gflops, load_libsvm, machine, save_json, table
 
 C = 10.0

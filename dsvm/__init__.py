@@ -51,7 +51,7 @@ _PUBLIC = {
 _SUBPACKAGES = ("app", "approx", "blocks", "experiments", "io", "model_selection", "problems", "reference",
                 "solvers", "svm")
 
-__all__ = [*_PUBLIC, "__version__"]
+__all__ = list(_PUBLIC) + ["__version__"]
 
 
 def __getattr__(name: str):

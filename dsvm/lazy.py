@@ -45,7 +45,7 @@ def lazy_names(package: str, modules: dict[str, tuple[str, ...]], namespace: dic
     return __getattr__, __dir__
 
 
-class SparseChunkType(abc.ABC):
+class SparseChunkType(abc.ABC):  # noqa: B024  (an ABC for its __subclasshook__ alone)
     """pydata sparse's ``SparseArray`` among Dask's chunk types without importing ``sparse``.
 
     A class is a subclass when ``sparse`` has been imported and the class derives from

@@ -170,7 +170,7 @@ class ProgressBar:
                 self._line(time.perf_counter(), force=True)
             self.enabled = False
 
-    def __enter__(self) -> "ProgressBar":
+    def __enter__(self) -> ProgressBar:
         return self
 
     def __exit__(self, *exc) -> None:

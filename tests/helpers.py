@@ -239,7 +239,7 @@ def call_near_fifos(fn, *fifos, timeout: float = 30):
     def target():
         try:
             fn()
-        except BaseException as exc:  # noqa: BLE001  (handed to the test)
+        except BaseException as exc:
             outcome["exc"] = exc
 
     thread = threading.Thread(target=target, daemon=True)

@@ -182,7 +182,7 @@ def test_other_layers_are_reached_through_their_package():
             continue
         if a != b and i.target != b:
             bad.append(f"{i.path}: {i.module} imports {i.target}; import from {b}")
-        if a == b and i.target == b and i.module != b and not MODULES[i.module].name == "__init__.py":
+        if a == b and i.target == b and i.module != b and MODULES[i.module].name != "__init__.py":
             bad.append(f"{i.path}: {i.module} imports its own package {b}; import the sibling module")
     assert bad == []
 

@@ -351,7 +351,6 @@ def cmd_ingest(args) -> int:
     import numpy as np
 
     from .. import io
-
     from .model_commands import tabular_options
 
     choice = {"auto": "auto", "true": True, "false": False}

@@ -86,7 +86,7 @@ def load_cluster_spec(path: str | os.PathLike) -> dict[str, Any]:
     return validate_cluster_spec(read_yaml_file(path, ClusterSpecError, "cluster spec"), str(Path(path)))
 
 
-def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, Any]:
+def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, Any]:  # noqa: C901
     """Check the structure of a spec mapping; return it with defaults filled in."""
     if not isinstance(spec, dict):
         raise ClusterSpecError(f"{where}: expected a mapping with 'module' and 'class'")
@@ -331,7 +331,7 @@ SCHEMES = ("tcp", "tls")
 MAX_GREETING_BYTES = 2**20
 
 
-def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> None:
+def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> None:  # noqa: C901
     """Fail with one line, within ``timeout`` seconds, when no scheduler answers at ``address``.
 
     A refused port or an unknown host fails within
@@ -379,14 +379,14 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         return
     except SchedulerUnreachableError:  # an OSError, but already the answer
         raise
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         if any(isinstance(e, (ConnectionRefusedError, socket.gaierror)) for e in _chain(exc)) or timeout <= first:
             raise _unreachable(address, where, exc, started) from None
     try:
         _run_handshake(address, where, timeout - first)
     except SchedulerUnreachableError:
         raise
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         raise _unreachable(address, where, exc, started) from None
 
 
@@ -395,7 +395,7 @@ def _run_handshake(address: str, where: str, timeout: float) -> None:
     messages) is one line saying that the server does not speak Dask's protocol."""
     try:
         asyncio.run(_handshake(address, timeout))
-    except (OSError, asyncio.TimeoutError):
+    except (TimeoutError, OSError):
         raise
     except Exception:  # whatever distributed's decoding raises on a stranger's bytes (MemoryError included)
         raise _not_dask(address, where) from None

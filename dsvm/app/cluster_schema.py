@@ -70,7 +70,7 @@ def integer(minimum: int = 0) -> Check:
 
 
 def number(v, where) -> None:
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or not v == v or v < 0:
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or v != v or v < 0:
         _fail(where, f"expected a non-negative number, got {v!r}")
 
 

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..exceptions import InputFileError, NotDsvmOutputError, UserError
-from ..user_files import check_user_path
 from ..progress import progress_shown
+from ..user_files import check_user_path
 from .cluster import connect_from_args
 
 logger = logging.getLogger("dsvm.cli")
@@ -342,7 +342,7 @@ def cross_validate(model, ds, folds: int, scoring: str, refit: bool):
     return search.best_estimator_ if refit else None
 
 
-def train_command(args) -> int:
+def train_command(args) -> int:  # noqa: C901
     """``dsvm train``: fit (or cross-validate, or search) and save the model."""
     from ..model_selection import SCORINGS
     from ..svm import check_checkpoint_path, kept_until_saved, model_file_problem, remove_checkpoint, save_model

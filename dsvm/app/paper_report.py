@@ -76,13 +76,13 @@ def _md_table3(report) -> list[str]:
         s = t["summary"]
 
         def cell(sv):
-            if sv not in s:
+            if sv not in s:  # noqa: B023
                 return "—"
-            mark = "" if s[sv]["reached_all"] else " (not reached)"
-            return f"{_secs(s[sv]['seconds']['mean'])} ± {_secs(s[sv]['seconds']['std'])}{mark}"
+            mark = "" if s[sv]["reached_all"] else " (not reached)"  # noqa: B023
+            return f"{_secs(s[sv]['seconds']['mean'])} ± {_secs(s[sv]['seconds']['std'])}{mark}"  # noqa: B023
 
         def ratio(sv):
-            return f"{s[sv]['ratio_to_sn']:.1f}×" if sv in s else "—"
+            return f"{s[sv]['ratio_to_sn']:.1f}×" if sv in s else "—"  # noqa: B023
 
         L.append(f"| {t['dataset']} | {t['n_train']:,} | {t['k']} | {cell('LA-SN')} | {cell('LA-DCD')} | "
                  f"{cell('LA-TRON')} | {cell('dsvm-TRON')} | {ratio('LA-DCD')} | {ratio('LA-TRON')} | "

@@ -54,8 +54,14 @@ from ..svm import NystroemSVC, evaluate, model_file_problem, save_model
 from .paper import run_paper
 from .pipeline_spec import check_inputs, check_pipeline, model_params, search_grid
 from .report import json_safe, machine_line, plot_accuracy_vs_k, plot_convergence, train_report_markdown
-from .report_files import (OUTPUT_MARKER, check_output_folder, claim_output_folder, mark_output_folder,
-                           report_file_problem, write_report_file)
+from .report_files import (
+    OUTPUT_MARKER,
+    check_output_folder,
+    claim_output_folder,
+    mark_output_folder,
+    report_file_problem,
+    write_report_file,
+)
 from .search_report import cv_table, search_and_report
 
 logger = logging.getLogger(__name__)

@@ -101,7 +101,7 @@ def _npy_header(f, dtype: np.dtype, shape: tuple) -> None:
                                              "shape": shape})
 
 
-def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = False, proba: bool = False,
+def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = False, proba: bool = False,  # noqa: C901
                       overwrite: bool = False) -> int:
     """Predict ``X`` (array, dask array or Dataset) block-wise and write to ``out``.
 

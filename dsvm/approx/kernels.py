@@ -63,7 +63,7 @@ class KernelSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "KernelSpec":
+    def from_dict(cls, d: dict[str, Any]) -> KernelSpec:
         return make_kernel_spec(d["name"], d["gamma"], d["degree"], d["coef0"])
 
 

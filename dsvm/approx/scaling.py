@@ -65,7 +65,7 @@ class Scaling:
     factor: np.ndarray = field(repr=False)
 
     @classmethod
-    def from_stats(cls, kind: str, n_samples: int, center: bool, **stats: np.ndarray) -> "Scaling":
+    def from_stats(cls, kind: str, n_samples: int, center: bool, **stats: np.ndarray) -> Scaling:
         """The scaling given its primary statistics: ``mean_`` and ``var_`` (standard), ``data_min_`` and
         ``data_max_`` (minmax), ``max_abs_`` (maxabs); the derived ones are computed here (the one rule)."""
         check_scale(kind)

@@ -28,9 +28,8 @@ from .convert import (
 )
 from .dask_blocks import active_client, compute
 from .file_blocks import BlockReduction, current_block_key, spill_blocks
-from .raw_files import thread_buffer
-from .waiting import TaskFootprint, gather
 from .interface import TREE_FANIN, RowBlocks, tree_add, tree_sum
+from .raw_files import thread_buffer
 from .resources import (
     WorkerMemory,
     available_memory,
@@ -58,6 +57,7 @@ from .scratch import (
     sweep_stale,
     temporary_folder,
 )
+from .waiting import TaskFootprint, gather
 
 __all__ = [
     "RowBlocks", "TREE_FANIN", "tree_add", "tree_sum", "spill_blocks", "BlockReduction", "current_block_key",

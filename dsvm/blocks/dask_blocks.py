@@ -11,7 +11,6 @@ one is active (:func:`active_client`), the threaded scheduler otherwise.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from typing import Any
 
@@ -25,8 +24,8 @@ from dask.core import flatten
 from distributed import default_client, futures_of
 
 from ..blas import single_threaded_blas
-from .interface import TREE_FANIN, RowBlocks, tree_sum
 from ..progress import PassProgress, pass_progress
+from .interface import TREE_FANIN, RowBlocks, tree_sum
 from .waiting import PinnedWorkerLost, TaskFootprint, gather
 
 logger = logging.getLogger(__name__)
@@ -198,10 +197,10 @@ class DaskBlocks(RowBlocks):
     def n_cols(self) -> int | None:
         return int(self.array.shape[1]) if self.array.ndim == 2 else None
 
-    def select_blocks(self, indices, split: int = 1) -> "DaskBlocks":
+    def select_blocks(self, indices, split: int = 1) -> DaskBlocks:
         raise NotImplementedError("select_blocks() is for in-process row blocks")
 
-    def compress(self, mask) -> "DaskBlocks":
+    def compress(self, mask) -> DaskBlocks:
         raise NotImplementedError("compress() is for in-process row blocks")
 
     def delayed_blocks(self):
@@ -320,7 +319,7 @@ class DaskBlocks(RowBlocks):
         for i in range(0, len(blocks), batch):
             yield from compute(*blocks[i : i + batch], footprint=self.footprint)
 
-    def split_blocks(self, min_blocks: int, max_rows: int | None = None, min_rows: int = 2048) -> "DaskBlocks":
+    def split_blocks(self, min_blocks: int, max_rows: int | None = None, min_rows: int = 2048) -> DaskBlocks:
         """Split blocks (never merge them): at least about ``min_blocks`` blocks, none
         longer than ``max_rows``.
 

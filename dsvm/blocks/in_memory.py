@@ -13,8 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..blas import single_threaded_blas
-from .interface import RowBlocks, tree_sum
 from ..progress import pass_progress
+from .interface import RowBlocks, tree_sum
 
 __all__ = ["InMemoryBlocks"]
 
@@ -55,7 +55,7 @@ class InMemoryBlocks(RowBlocks):
         self.chunks = tuple(int(b.shape[0]) for b in self.blocks)
 
     @classmethod
-    def from_array(cls, X, block_rows: int, min_blocks: int | None = None, min_rows: int = 4096) -> "InMemoryBlocks":
+    def from_array(cls, X, block_rows: int, min_blocks: int | None = None, min_rows: int = 4096) -> InMemoryBlocks:
         """Split ``X`` into blocks of at most ``block_rows`` rows, and into at least
         ``min_blocks`` (default: two per core) when that leaves ``min_rows`` per block."""
         n = X.shape[0]
@@ -93,7 +93,7 @@ class InMemoryBlocks(RowBlocks):
         first = self.blocks[0]
         return int(first.shape[1]) if first.ndim == 2 else None
 
-    def select_blocks(self, indices, split: int = 1) -> "InMemoryBlocks":
+    def select_blocks(self, indices, split: int = 1) -> InMemoryBlocks:
         split = max(1, int(split))
         views = []
         for i in indices:
@@ -105,7 +105,7 @@ class InMemoryBlocks(RowBlocks):
             views += [b[a : a + step] for a in range(0, b.shape[0], step)]
         return InMemoryBlocks(views)
 
-    def compress(self, mask: RowBlocks) -> "InMemoryBlocks":
+    def compress(self, mask: RowBlocks) -> InMemoryBlocks:
         return InMemoryBlocks([b[np.asarray(m, dtype=bool)] for b, m in zip(self.blocks, mask.blocks)])
 
     def iter_blocks(self, batch: int = 4):

@@ -74,7 +74,7 @@ class RowBlocks:
     def map_reduce(
         self,
         fn: Callable,
-        aligned: Sequence["RowBlocks | None"] = (),
+        aligned: Sequence[RowBlocks | None] = (),
         shared: Sequence[Any] = (),
         combine: Callable[[Sequence[Any]], Any] = tree_sum,
     ) -> Any:
@@ -90,10 +90,10 @@ class RowBlocks:
         fn: Callable,
         n_cols: int | None,
         dtype,
-        aligned: Sequence["RowBlocks | None"] = (),
+        aligned: Sequence[RowBlocks | None] = (),
         shared: Sequence[Any] = (),
         with_offset: bool = False,
-    ) -> "RowBlocks":
+    ) -> RowBlocks:
         """A row-aligned array with blocks ``fn(block_i, *aligned_i, *shared)``.
 
         ``n_cols=None`` means 1-d output.  With ``with_offset`` the function
@@ -106,7 +106,7 @@ class RowBlocks:
         """The rows at ``indices`` (any order, repeats allowed) in this process, in that order."""
         raise NotImplementedError
 
-    def fold(self, fn: Callable, state: Any, aligned: Sequence["RowBlocks | None"] = (), shared: Sequence[Any] = (),
+    def fold(self, fn: Callable, state: Any, aligned: Sequence[RowBlocks | None] = (), shared: Sequence[Any] = (),
              order: Sequence[int] | None = None) -> Any:
         """``state = fn(block_i, *aligned_i, state, *shared)`` for the blocks in ``order``.
 
@@ -115,7 +115,7 @@ class RowBlocks:
         """
         raise NotImplementedError
 
-    def persist(self, wait: bool | None = True) -> "RowBlocks":
+    def persist(self, wait: bool | None = True) -> RowBlocks:
         """Keep the blocks in (cluster) memory; in-process blocks are already there.
 
         ``wait=False`` returns at once on a cluster: operations on the result
@@ -139,14 +139,14 @@ class RowBlocks:
         """Columns of a 2-d array; None for a vector."""
         raise NotImplementedError
 
-    def select_blocks(self, indices: Sequence[int], split: int = 1) -> "RowBlocks":
+    def select_blocks(self, indices: Sequence[int], split: int = 1) -> RowBlocks:
         """The listed blocks (views, no copy), each cut into ``split`` row slices to give more threads work.
 
         In-process blocks only (``NotImplementedError`` for Dask blocks).
         """
         raise NotImplementedError
 
-    def compress(self, mask: "RowBlocks") -> "RowBlocks":
+    def compress(self, mask: RowBlocks) -> RowBlocks:
         """The rows where the aligned boolean ``mask`` is true, block by block (copies).
 
         In-process blocks only (``NotImplementedError`` for Dask blocks).

@@ -42,8 +42,8 @@ from .. import config
 from ..exceptions import WorkerMemoryError, format_bytes
 from .convert import as_row_blocks
 from .dask_blocks import active_client
-from .waiting import TaskFootprint, pause_fraction, scheduler_workers
 from .interface import RowBlocks
+from .waiting import TaskFootprint, pause_fraction, scheduler_workers
 
 logger = logging.getLogger(__name__)
 

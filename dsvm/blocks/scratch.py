@@ -76,7 +76,7 @@ def mark_owner(folder: str | os.PathLike, kind: str) -> None:
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "process_started": psutil.Process().create_time(),
-        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "created_by": _dsvm_version(),
     }
     Path(folder, OWNER_FILE).write_text(json.dumps(marker))

@@ -53,7 +53,6 @@ This package uses dsvm's public API only, and writes no files of its own.
 """
 
 
-from .paper_claims import claims
 from .datasets import C_PAPER, PAPER_DATASETS, PaperDataset, Split, load_split, signed_labels, subsample
 from .linear import (
     NEWTON_LADDER,
@@ -65,6 +64,7 @@ from .linear import (
     run_solver,
     time_to_objective,
 )
+from .paper_claims import claims
 from .sensitivity_grid import nystroem_map, sensitivity
 from .settings import DEFAULTS, QUICK, dataset_settings, paper_config
 from .structure import slsqp_dual, structure_benchmark

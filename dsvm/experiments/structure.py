@@ -86,7 +86,7 @@ def structure_benchmark(
         K_test = kernel_matrix(X_test_d, XN_d, spec)
 
         def acc_of(alpha, b):
-            return float(np.mean(np.where(K_test @ (alpha * yN) + b > 0, 1.0, -1.0) == yt))
+            return float(np.mean(np.where(K_test @ (alpha * yN) + b > 0, 1.0, -1.0) == yt))  # noqa: B023
 
         extrapolated = None
         if len(fit_pts) >= 2:

@@ -158,7 +158,7 @@ def table3(
             "n_runs": len(entries),
         }
     sn = by_solver["LA-SN"]["seconds"]["mean"]
-    for solver, s in by_solver.items():
+    for s in by_solver.values():
         s["ratio_to_sn"] = s["seconds"]["mean"] / sn
         s["ratio_to_sn_median"] = s["seconds"]["median"] / by_solver["LA-SN"]["seconds"]["median"]
     return {"dataset": split.name, "n_train": int(split.X_train.shape[0]), "k": reps[0]["k"], "r": reps[0]["r"],

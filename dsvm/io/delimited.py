@@ -253,7 +253,7 @@ def canonical_label_texts(labels: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=str)[inverse] if out else labels
 
 
-def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int | None = None,
+def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int | None = None,  # noqa: C901
                      names: list[str] | None = None) -> tuple[int, str]:
     """1-based line and message of the first bad line of ``raw``.
 

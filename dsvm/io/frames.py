@@ -229,9 +229,9 @@ def parquet_files(path: str) -> list[str]:
 def _arrow_labels(column) -> np.ndarray:
     import pyarrow as pa
 
-    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type):
-        if column.null_count == 0:
-            return column.to_numpy()
+    numeric = pa.types.is_integer(column.type) or pa.types.is_floating(column.type) or pa.types.is_boolean(column.type)
+    if numeric and column.null_count == 0:
+        return column.to_numpy()
     return np.array(column.to_pylist(), dtype=object)
 
 

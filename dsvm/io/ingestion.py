@@ -39,8 +39,15 @@ from ..user_files import check_user_path
 from .atomic import atomic_target, check_target
 from .csv_ingest import ingest_csv
 from .dataset import open_dataset
-from .frames import PARQUET_SUFFIXES, is_dask_frame, is_pandas_frame, pandas_arrays, stage_dask_frame, \
-    stage_parquet, table_columns
+from .frames import (
+    PARQUET_SUFFIXES,
+    is_dask_frame,
+    is_pandas_frame,
+    pandas_arrays,
+    stage_dask_frame,
+    stage_parquet,
+    table_columns,
+)
 from .labels import block_labels, check_numeric_labels, is_numeric_labels, warn_if_continuous, with_class_names
 from .libsvm import MAX_FEATURE_INDEX, LineError, line_at, parse_libsvm_block
 from .parse_stage import line_offsets, parse_stage, raise_first_error
@@ -255,7 +262,7 @@ def _stage_table(fmt, source, y, work, label_column, dtype, progress) -> tuple[R
     return rows, "<dask DataFrame>", {**extra, **cols.attrs()}
 
 
-def ingest(
+def ingest(  # noqa: C901
     source,
     target: str | os.PathLike,
     format: str | None = None,

@@ -256,7 +256,7 @@ def base_attrs(**fields: Any) -> dict[str, Any]:
         "format_version": FORMAT_VERSION,
         "uuid": uuid.uuid4().hex,
         "created_by": created_by,
-        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
     attrs.update(fields)
     return attrs

@@ -343,7 +343,7 @@ def parse_libsvm_block(
     )
 
 
-def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):
+def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):  # noqa: C901
     n = len(text)
     buf = np.empty(n + 2 * _PAD + 2, dtype=np.uint8)
     buf[:_PAD] = 32
@@ -423,9 +423,8 @@ def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):
             raise _Invalid
         if hi > MAX_FEATURE_INDEX:
             raise _Invalid
-        if n_features is not None and zero_based in (True, False):
-            if hi > n_features - (1 if zero_based else 0):
-                raise _Invalid
+        if n_features is not None and zero_based in (True, False) and hi > n_features - (1 if zero_based else 0):
+            raise _Invalid
     return y, indices, values, row_nnz, lo, hi, hi_line, hi_pos
 
 
@@ -455,7 +454,7 @@ def line_at(raw: bytes, pos: int) -> bytes:
     return raw[start : end if end >= 0 else len(raw)]
 
 
-def check_line(
+def check_line(  # noqa: C901
     line: bytes,
     *,
     dtype=np.float32,

@@ -138,7 +138,7 @@ class CompressedFile:
         self.stream.close()
         self.raw.close()
 
-    def __enter__(self) -> "CompressedFile":
+    def __enter__(self) -> CompressedFile:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -39,8 +39,8 @@ from .. import config
 from ..blocks import is_dask_array
 from ..exceptions import disk_full_names
 from .atomic import atomic_target
-from .replace import local_target
 from .dataset import open_dataset
+from .labels import block_labels, check_numeric_labels, is_numeric_labels, storable_labels, with_class_names
 from .layout import (
     INT_LABEL_FILL,
     base_attrs,
@@ -54,7 +54,7 @@ from .layout import (
     write_attrs,
 )
 from .progress import ProgressBar, compute_tasks
-from .labels import block_labels, check_numeric_labels, is_numeric_labels, storable_labels, with_class_names
+from .replace import local_target
 from .sources import ArraySource, Part, RowSource, StagedSource, label_dtype, save_part
 
 logger = logging.getLogger(__name__)
@@ -212,7 +212,7 @@ def _task(fn):
     return dask.delayed(fn, pure=False)
 
 
-def write_source(
+def write_source(  # noqa: C901
     source: RowSource,
     root: str,
     *,

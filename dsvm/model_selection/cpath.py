@@ -176,7 +176,7 @@ def refit_start(function):
     return start
 
 
-def cv_pair(est, ctx, F: RowBlocks, c_rows, class_w, positives, shared_seconds, cms, fit_t, score_t, stats, label,
+def cv_pair(est, ctx, F: RowBlocks, c_rows, class_w, positives, shared_seconds, cms, fit_t, score_t, stats, label,  # noqa: C901
             *, x_start=None, n_jobs=None, return_train_score=False):
     """Every fold and every C of one (gamma, k) on its feature blocks ``F``: ``(W, Cs)``.
 

@@ -203,7 +203,7 @@ class FeatureStore:
             self.scratch = None
         self._exit.close()
 
-    def __enter__(self) -> "FeatureStore":
+    def __enter__(self) -> FeatureStore:
         return self
 
     def __exit__(self, *exc) -> None:

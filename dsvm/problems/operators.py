@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from ..blocks import BlockReduction, RowBlocks, available_memory, row_uniform
-from .margin_cache import IN_PROCESS
 from .losses import (
     GramDelta,
     hinge_loss_block,
@@ -42,6 +41,7 @@ from .losses import (
     sqhinge_pass,
     unpack_symmetric,
 )
+from .margin_cache import IN_PROCESS
 
 logger = logging.getLogger(__name__)
 
@@ -63,12 +63,12 @@ class PassResult:
     n_costed: int = -1
     n_positive: int = -1
 
-    def scaled(self, factor: float) -> "PassResult":
+    def scaled(self, factor: float) -> PassResult:
         """The pass result for costs multiplied by ``factor`` (loss, gradient and Hessian are linear in C)."""
         return replace(self, loss=self.loss * factor, grad=self.grad * factor, loss_grid=self.loss_grid * factor,
                        hess=None if self.hess is None else self.hess * factor)
 
-    def exchanged(self, plus: "PassResult", minus: "PassResult") -> "PassResult":
+    def exchanged(self, plus: PassResult, minus: PassResult) -> PassResult:
         """``self + plus − minus`` of additive pass results: rows added to and removed from a problem.
 
         The Hessian is kept only when all three have one.

@@ -150,7 +150,7 @@ def _solve_newton_system(H_loss: np.ndarray, reg: np.ndarray, rhs: np.ndarray) -
             return sol
 
 
-def semismooth_newton(
+def semismooth_newton(  # noqa: C901
     op,
     dim: int,
     *,
@@ -265,7 +265,7 @@ def semismooth_newton(
         else:
             forcing = min(0.5, np.sqrt(gnorm / g_ref))
             cg = conjugate_gradient(
-                lambda v: reg * v + op.hess_vec(x, v), -g, rtol=forcing, max_iter=cg_max_iter,
+                lambda v: reg * v + op.hess_vec(x, v), -g, rtol=forcing, max_iter=cg_max_iter,  # noqa: B023
                 preconditioner=None,
             )
             d, cg_steps = cg.x, cg.n_iter
@@ -288,8 +288,8 @@ def semismooth_newton(
         wx, wd = float((reg * x) @ d), float((reg * d) @ d)
 
         def armijo(ts, losses):
-            phi = 0.5 * (reg * x) @ x + ts * wx + 0.5 * ts**2 * wd + losses
-            return phi <= f + ARMIJO_SIGMA * ts * gd
+            phi = 0.5 * (reg * x) @ x + ts * wx + 0.5 * ts**2 * wd + losses  # noqa: B023
+            return phi <= f + ARMIJO_SIGMA * ts * gd  # noqa: B023
 
         ok = armijo(grid, res1.loss_grid)
         t = None

@@ -62,7 +62,7 @@ def _steihaug_cg(hvp, g, delta, rtol, max_iter):
     return s, r, it, False
 
 
-def trust_region_newton(
+def trust_region_newton(  # noqa: C901
     op,
     dim: int,
     *,

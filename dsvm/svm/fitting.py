@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .. import config
 from ..approx import (
     Landmarks,
     check_dense_landmarks,
@@ -30,7 +31,6 @@ from ..approx import (
 )
 from ..blocks import RowBlocks, row_index_blocks
 from ..checks import resolve_seed
-from .. import config
 from ..problems import FeatureStore, active_row_sample, plan_feature_store
 from ..progress import stage
 from ..solvers import REGISTRY, SolverResult, pegasos_progress, resolve_hessian, solve
@@ -146,7 +146,7 @@ def _feature_map(est, X_rb: RowBlocks, stage1=None):
     return fmap, lm, gamma, timing
 
 
-def fit_problems(
+def fit_problems(  # noqa: C901
     est,
     X_rb: RowBlocks,
     checked: bool,

@@ -183,7 +183,7 @@ def model_file_problem(path: str | os.PathLike) -> str | None:
     return npz_problem(Path(path), FORMAT)
 
 
-def _check_arrays(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> None:
+def _check_arrays(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> None:  # noqa: C901
     """Every array present, of a float dtype, with consistent shapes and finite values."""
     def bad(msg: str):
         raise ModelFileError(f"{path}: inconsistent model arrays: {msg}")
@@ -246,7 +246,7 @@ def _count(x: Any, minimum: int) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= minimum
 
 
-def _check_meta(path: Path, meta: dict) -> None:
+def _check_meta(path: Path, meta: dict) -> None:  # noqa: C901
     """Every metadata field load_model uses has the type it must have (the JSON is the user's file)."""
     def bad(field: str, expected: str):
         value = repr(meta_value(field))

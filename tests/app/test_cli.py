@@ -8,11 +8,10 @@ import re
 
 import numpy as np
 import pytest
+from helpers import make_circles_problem
 
 import dsvm
 from dsvm.app.cli import main
-
-from helpers import make_circles_problem
 
 
 @pytest.fixture
@@ -326,7 +325,6 @@ def test_os_errors_a_user_causes_are_one_line(tmp_path, libsvm_files, capsys):
 
 def test_no_workers_during_predict_names_the_prediction(tmp_path, small_dataset, capsys):
     import dask
-
     from procs import start_scheduler, stop
 
     X, y = small_dataset.load()

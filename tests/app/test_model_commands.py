@@ -13,12 +13,11 @@ import lzma
 import numpy as np
 import pytest
 import zarr
+from helpers import make_circles_problem, zero_based_libsvm_files
 from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
 import dsvm
 from dsvm.app.cli import main
-
-from helpers import make_circles_problem, zero_based_libsvm_files
 
 PARAMS = {"n_components": 40, "gamma": 0.3, "C": 10.0, "random_state": 0}
 FIT = ("-k", 40, "--gamma", 0.3, "-C", 10, "--random-state", 0)
@@ -416,9 +415,9 @@ def test_a_fifo_as_data_is_one_line_at_once(tmp_path, iris_like, run, capsys, mo
     before a cluster is started."""
     import os
 
-    from dsvm.app import model_commands
-
     from helpers import call_near_fifos
+
+    from dsvm.app import model_commands
 
     monkeypatch.setattr(model_commands, "connect_from_args", lambda args: pytest.fail("a cluster was started"))
     fifo = tmp_path / "new.csv"

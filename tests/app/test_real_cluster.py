@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import make_circles_problem, run_dsvm
 from procs import spawn, stop
 

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import data_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,7 +102,7 @@ def _sacct(since: str) -> dict[str, str] | None:
     return {p[0]: f"{p[1]} {p[2]}" for p in (line.split("|") for line in proc.stdout.splitlines()) if len(p) >= 3}
 
 
-def test_a9a_pipeline_on_slurm(slurm, tmp_path):
+def test_a9a_pipeline_on_slurm(slurm, tmp_path):  # noqa: C901
     from dsvm.app.cluster import load_cluster_spec
 
     data_dir = data_file("a9a.train").parent

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_dsvm
 
 from dsvm.app.cluster import connect
-from helpers import run_dsvm
 
 LOCAL = ("--workers", "1", "--threads-per-worker", "1")
 

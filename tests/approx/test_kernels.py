@@ -199,8 +199,9 @@ def test_no_scale_warning_on_comparable_columns_or_rare_binary_features():
 
 @pytest.mark.parametrize("name", ["a9a.train", "w8a.train", "ijcnn1.train", "mushrooms.all", "splice.train"])
 def test_no_scale_warning_on_the_libsvm_benchmark_sets(name):
-    from dsvm.exceptions import MixedScalesWarning
     from helpers import load_libsvm
+
+    from dsvm.exceptions import MixedScalesWarning
 
     X, _ = load_libsvm(name)
     with warnings.catch_warnings():

@@ -170,8 +170,9 @@ def test_fused_transform_is_the_dense_formula_to_float32_rounding(method, n, mon
 @pytest.mark.parametrize("name,kw", [("poly", {"degree": 2, "coef0": 1.0}), ("sigmoid", {"coef0": -0.5}),
                                      ("linear", {})])
 def test_fused_transform_of_the_other_kernels(name, kw, monkeypatch):
-    import dsvm.approx.nystroem as nystroem
     from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, sigmoid_kernel
+
+    import dsvm.approx.nystroem as nystroem
 
     monkeypatch.setattr(nystroem, "SLAB_BYTES", 64 * 30 * 8)
     rng = np.random.default_rng(10)

@@ -51,7 +51,7 @@ def _check(scaling: Scaling, ref, X):
 def test_dense_statistics_equal_scikit_learns(kind):
     X = _dense()
     ref = SKLEARN[kind]().fit(X)
-    for how, blocks in _blockings(X):
+    for _how, blocks in _blockings(X):
         scaling = fit_scaling(blocks, kind)
         _check(scaling, ref, X)
     # constant columns scale by one: they stay constant and finite
@@ -68,7 +68,7 @@ def test_sparse_statistics_equal_scikit_learns(kind, ref):
     dense[:, 7] = 0.0  # an empty column
     X = sp.csr_matrix(dense)
     ref.fit(X)
-    for how, blocks in _blockings(X):
+    for _how, blocks in _blockings(X):
         scaling = fit_scaling(blocks, kind)
         assert not scaling.center
         _check(scaling, ref, X)

@@ -25,7 +25,7 @@ def test_a_worker_whose_baseline_crosses_the_pause_line_is_refused_naming_both_f
         fit_block_rows([w], k=300, itemsize=4, fixed=110 * MiB, what="a stored chunk read whole")
     text = str(err.value)
     need = 110 * MiB + 2 * task_bytes(MIN_BLOCK_ROWS, 300, 4)
-    assert f"has a 362.0 MiB memory limit, Dask pauses it at 80% (289.6 MiB)" in text
+    assert "has a 362.0 MiB memory limit, Dask pauses it at 80% (289.6 MiB)" in text
     assert "already holds 182.0 MiB with dsvm loaded, leaving 107.6 MiB" in text
     assert f"the computation needs {need / MiB:.1f} MiB there: 110.0 MiB fixed (a stored chunk read whole)" in text
     enough = math.ceil(1.15 * (182 + need / MiB) / 0.8 / 10) * 10  # with a 15 % margin, in tens of MiB

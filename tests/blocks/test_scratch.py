@@ -10,7 +10,6 @@ import pytest
 
 from dsvm.app.cli import main
 from dsvm.blocks import OWNER_FILE, find_leftovers, make_temporary_folder, mark_owner, read_owner, remove_leftover
-from dsvm.io import replacing
 
 
 def _dead_pid() -> int:

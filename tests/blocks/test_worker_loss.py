@@ -10,10 +10,10 @@ import time
 import dask
 import numpy as np
 import pytest
-
-import dsvm
 from helpers import KillOnIteration
 from procs import start_scheduler, start_worker, stop
+
+import dsvm
 
 pytestmark = pytest.mark.slow
 

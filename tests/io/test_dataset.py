@@ -258,10 +258,10 @@ def test_raised_sparse_width_is_refused(tmp_path):
 
 def test_dataset_replaced_during_a_fit_is_detected(tmp_path, monkeypatch):
     """``ingest(..., overwrite=True)`` onto the dataset a fit reads, at Newton iteration 2."""
+    from helpers import make_circles_problem
+
     import dsvm
     from dsvm.problems import SquaredHingeOperator
-
-    from helpers import make_circles_problem
 
     X, y = make_circles_problem(n=2000, seed=1)
     X2, y2 = make_circles_problem(n=2000, seed=2)

@@ -7,7 +7,6 @@ import errno
 import gzip
 import lzma
 import os
-
 import re
 import shutil
 

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import make_circles_problem
 
 import dsvm
 from dsvm import load_model, save_model
 from dsvm.app import predictions, report_files
 from dsvm.app.predictions import write_predictions
 from dsvm.io import replace
-
-from helpers import make_circles_problem
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +183,8 @@ def test_save_model_replaces_only_a_model_file(tmp_path, model):
 
 
 def _checkpoint_file(path: Path) -> Path:
-    from dsvm.svm.checkpoint import FORMAT
     from dsvm.io import meta_array
+    from dsvm.svm.checkpoint import FORMAT
 
     np.savez(path, __meta__=meta_array({"format": FORMAT, "format_version": 1}))
     return path

@@ -6,6 +6,7 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import make_circles_problem, make_mixed_scales_problem
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, KFold, ShuffleSplit, StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -30,7 +31,6 @@ from dsvm.model_selection import (
 )
 from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import semismooth_newton
-from helpers import make_circles_problem, make_mixed_scales_problem
 
 
 def _linear_problem(n=400, classes=2, seed=0):

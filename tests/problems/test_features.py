@@ -6,13 +6,12 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import make_circles_problem
 
 from dsvm import NystroemSVC
 from dsvm.approx import fit_feature_map, make_kernel_spec
 from dsvm.blocks import as_row_blocks
 from dsvm.problems import FeatureStore, plan_feature_store
-
-from helpers import make_circles_problem
 
 
 @pytest.fixture
@@ -313,10 +312,10 @@ def test_sigterm_to_dsvm_train_leaves_nothing(tmp_path, train_file):
 def test_kill_9_leftovers_are_removed_by_the_next_run_and_dsvm_clean(tmp_path, train_file, data, capsys):
     import signal
 
+    from procs import stop
+
     from dsvm.app.cli import main
     from dsvm.blocks import read_owner
-
-    from procs import stop
 
     proc, store = _train_until_the_solve(tmp_path, train_file)
     stop([proc], signal.SIGKILL)

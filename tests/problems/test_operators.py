@@ -4,12 +4,12 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import dense_pass_reference, feature_blocks
 
 from dsvm.approx import fit_feature_map, make_kernel_spec
 from dsvm.blocks import aligned_vector, as_row_blocks
 from dsvm.problems import SquaredHingeOperator
 from dsvm.svm import encode_labels
-from helpers import dense_pass_reference, feature_blocks
 
 N, P, K = 23, 4, 6
 CHUNKINGS = [1, 5, (3, 10, 1, 9), N]
@@ -92,7 +92,7 @@ def test_gram_batches_across_slabs_match_dense(monkeypatch):
     x1 = x0 + rng.normal(size=fmap.n_output + 1)
     _, _, H1, active1 = dense_pass_reference(F, y_pm, c, x1)
     _, _, H0, active0 = dense_pass_reference(F, y_pm, c, x0)
-    assert 0 < np.sum(active0 != active1) and active1.sum() > 16
+    assert np.sum(active0 != active1) > 0 and active1.sum() > 16
     np.testing.assert_allclose(op.evaluate(x0, x1, (), "full").hess, H1, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(op.evaluate(x0, x1, (), "delta").hess, H1 - H0, rtol=1e-9, atol=1e-10)
     # no row changes: the blocks send a scalar zero, the operator hands back a zero matrix
@@ -278,7 +278,7 @@ def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeyp
     assert len(cached.margin_cache) == n_blocks and plain.margin_cache is None
     # each block remembers the last two points, and a pass reads them instead of recomputing:
     # with the remembered margins at x − d spoiled, the loss there comes out wrong
-    for block, kept in cached.margin_cache.values():
+    for _block, kept in cached.margin_cache.values():
         assert len(kept) == 2
         kept[(x - d).tobytes()] = kept[(x - d).tobytes()] + 1.0
     assert cached.evaluate(x - d, x - d).loss != plain.evaluate(x - d, x - d).loss
@@ -313,7 +313,7 @@ def test_margin_cache_on_dask_blocks_is_kept_in_the_worker_process(store, tmp_pa
             np.testing.assert_array_equal(a.hess, b.hess)
         kept = margin_cache._PROCESS_STORE
         assert len(kept) == fs.features.n_blocks
-        for owner, margins in kept.values():
+        for _owner, margins in kept.values():
             assert len(margins) == 2
             margins[(x - d).tobytes()] = margins[(x - d).tobytes()] + 1.0
         assert cached.evaluate(x - d, x - d).loss != plain.evaluate(x - d, x - d).loss

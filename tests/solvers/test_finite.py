@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers import DenseSquaredHinge
 
 from dsvm.exceptions import NonFiniteError
 from dsvm.solvers import semismooth_newton, solve, trust_region_newton
-from helpers import DenseSquaredHinge
 
 
 class _Poisoned(DenseSquaredHinge):

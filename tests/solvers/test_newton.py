@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import lbfgs_sqhinge_optimum, make_circles_problem, sqhinge_objective_dense
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
@@ -12,7 +13,6 @@ from dsvm.blocks import aligned_vector, as_row_blocks
 from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import choose_hessian, semismooth_newton
 from dsvm.svm import encode_labels
-from helpers import lbfgs_sqhinge_optimum, make_circles_problem, sqhinge_objective_dense
 
 
 def _features(n=800, seed=0):
@@ -96,7 +96,7 @@ def test_every_iteration_decreases_the_objective_and_is_logged(caplog):
     assert all(b <= a for a, b in zip(objs, objs[1:]))
     lines = [r.getMessage() for r in caplog.records if "newton it=" in r.getMessage()]
     assert len(lines) == res.n_iter
-    assert all("obj=" in l and "|g|=" in l and "|A|=" in l and "cg=" in l for l in lines)
+    assert all("obj=" in line and "|g|=" in line and "|A|=" in line and "cg=" in line for line in lines)
 
 
 def test_max_iter_reached_is_reported():

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from helpers import DenseSquaredHinge
 
 from dsvm.options import SOLVERS
 from dsvm.solvers import (
@@ -16,7 +17,6 @@ from dsvm.solvers import (
     trust_region_newton,
 )
 from dsvm.solvers.minibatch_pegasos import default_epochs
-from helpers import DenseSquaredHinge
 
 
 def _op(seed=0, **kw):

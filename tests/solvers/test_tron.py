@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from helpers import DenseSquaredHinge, lbfgs_sqhinge_optimum
 
 from dsvm.solvers import trust_region_newton
-from helpers import DenseSquaredHinge, lbfgs_sqhinge_optimum
 
 
 def _data(n=300, r=8, seed=0):

@@ -8,11 +8,10 @@ names the test of each row.
 import numpy as np
 import pytest
 import zarr
+from helpers import make_circles_problem, zero_based_libsvm_files
 
 import dsvm
 from dsvm import evaluate
-
-from helpers import make_circles_problem, zero_based_libsvm_files
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from dsvm import NystroemSVC
 from dsvm.svm import MAX_PLATT_ROWS, fit_platt, platt_log_proba
 
 
-
 def _platt_reference(f, pos):
     """Platt's smoothed-target log-likelihood minimised by a generic optimiser."""
     n1, n0 = pos.sum(), (~pos).sum()

@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import KillOnIteration
 
 import dsvm
-from helpers import KillOnIteration
 
 PARAMS = dict(C=10.0, gamma=0.1, n_components=150, random_state=0, tol=1e-8, dtype="float64")
 

@@ -7,13 +7,12 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import make_circles_problem, make_mixed_scales_problem, sqhinge_objective_dense
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.svm import LinearSVC
 
 from dsvm import NystroemSVC
-
 from dsvm.svm import prepare_fit_input
-from helpers import make_circles_problem, make_mixed_scales_problem, sqhinge_objective_dense
 
 
 def _fit(X, y, **kw):
@@ -158,11 +157,12 @@ def test_sample_weight_zero_equals_dropping_rows():
     a = NystroemSVC(n_components=30, gamma=0.3, dtype="float64", tol=1e-10, random_state=0).fit(X[keep], y[keep])
     b = NystroemSVC(n_components=30, gamma=0.3, dtype="float64", tol=1e-10, random_state=0)
     b.fit(X[keep], y[keep])  # landmarks from the kept rows
+    from helpers import feature_blocks
+
     from dsvm.blocks import aligned_vector, as_row_blocks
     from dsvm.problems import SquaredHingeOperator
     from dsvm.solvers import semismooth_newton
     from dsvm.svm import encode_labels
-    from helpers import feature_blocks
 
     rb = as_row_blocks(X, 64)
     classes, codes = encode_labels(y, rb)

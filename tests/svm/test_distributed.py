@@ -5,10 +5,9 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from helpers import make_circles_problem
 
 from dsvm import NystroemSVC
-
-from helpers import make_circles_problem
 
 PARAMS = dict(C=10.0, gamma=0.3, n_components=80, random_state=0, tol=1e-6)
 
@@ -52,10 +51,10 @@ def test_separate_worker_processes_each_hold_part_of_F_and_give_the_single_proce
     of it travels, each pass sends one packed Gram matrix (and k-vectors) per worker, and the model is the
     one the same data gives in a single process."""
     import distributed
+    from procs import start_scheduler, start_worker, stop
 
     import dsvm
     from dsvm.blocks.dask_blocks import DaskBlocks
-    from procs import start_scheduler, start_worker, stop
 
     ds = dsvm.make_classification_zarr(tmp_path / "d.zarr", n_samples=200_000, n_features=10, chunk_rows=20_000,
                                        random_state=0)

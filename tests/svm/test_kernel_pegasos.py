@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
+from helpers import load_libsvm, make_circles_problem
 from sklearn.datasets import load_iris
 from sklearn.utils import check_random_state
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dsvm import PegasosSVC
 from dsvm.approx import kernel_matrix, make_kernel_spec
-
-from helpers import load_libsvm, make_circles_problem
 
 
 def naive_pegasos(X, y_pm, lam, T, spec, seed, c2=1.0, batch_size=1):

@@ -3,6 +3,7 @@
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import make_circles_problem
 from sklearn.metrics import (
     accuracy_score,
     balanced_accuracy_score,
@@ -15,7 +16,6 @@ from sklearn.metrics import (
 
 from dsvm import NystroemSVC, evaluate
 from dsvm.svm import SCORINGS, class_scores, score_from_confusion
-from helpers import make_circles_problem
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import make_circles_problem
 
 from dsvm import ModelFileError, NystroemSVC, load_model, save_model
-
-from helpers import make_circles_problem
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +227,7 @@ def _peak_bytes(fn):
     try:
         try:
             fn()
-        except Exception as exc:  # noqa: BLE001  (the caller checks what was raised)
+        except Exception as exc:
             result = exc
         else:
             result = None

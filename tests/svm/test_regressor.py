@@ -3,12 +3,12 @@
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import sqeps_objective_dense
 from scipy.optimize import minimize
 from sklearn.svm import LinearSVR
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dsvm import NystroemSVR
-from helpers import sqeps_objective_dense
 
 
 def _data(n=500, seed=0):

@@ -3,11 +3,10 @@
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import make_circles_problem, sqhinge_objective_dense
 from scipy.optimize import minimize
 
 from dsvm import NystroemSVC, NystroemSVR
-
-from helpers import make_circles_problem, sqhinge_objective_dense
 
 PARAMS = dict(C=5.0, gamma=0.3, n_components=60, random_state=0, dtype="float64", tol=1e-8)
 

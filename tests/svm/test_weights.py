@@ -10,13 +10,12 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
+from helpers import lbfgs_sqhinge_optimum, load_libsvm, make_circles_problem, sqhinge_objective_dense
 from sklearn.base import clone
 from sklearn.metrics import balanced_accuracy_score
 from sklearn.utils.class_weight import compute_class_weight
 
 from dsvm import NystroemSVC
-
-from helpers import lbfgs_sqhinge_optimum, load_libsvm, make_circles_problem, sqhinge_objective_dense
 
 
 def _imbalanced(n=700, seed=0):
