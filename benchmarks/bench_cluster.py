@@ -86,7 +86,7 @@ class PassMeter:
     """Wraps ``map_reduce`` of Dask row blocks: per call, seconds, bytes moved, busy seconds per worker."""
 
     def __init__(self, client, workers: list[str]):
-        from dsvm.blocks.dask_blocks import DaskBlocks
+        from dsvm.blocks._dask_blocks import DaskBlocks
 
         self.client, self.workers, self.calls = client, workers, []
         self.cls, self.original = DaskBlocks, DaskBlocks.map_reduce

@@ -9,7 +9,7 @@ pauses it, and whether any worker paused, spilled or restarted.  The check:
 the fit finishes with no worker paused.
 
 It also prints the memory a worker needs per thread for a few ``k`` (the
-model of :mod:`dsvm.blocks.resources`).
+model of :mod:`dsvm.blocks._resources`).
 
 Usage::
 
@@ -39,8 +39,7 @@ def memory_table(ks=(100, 500, 1000, 2000, 5000), threads: int = 2, chunk_mib: f
     import dask.config
 
     from dsvm import config
-    from dsvm.blocks import task_bytes
-    from dsvm.blocks.resources import CHUNK_COPIES, MIN_BLOCK_ROWS
+    from dsvm.blocks._resources import CHUNK_COPIES, MIN_BLOCK_ROWS, task_bytes
 
     idle = 180 * MiB  # a worker with dsvm loaded (measured: 178-191 MiB)
     fixed = CHUNK_COPIES * chunk_mib * MiB + config.get("worker-heap-bytes")
@@ -96,7 +95,7 @@ def main() -> None:
         result["generate_s"] = time.perf_counter() - t0
         result["chunk_rows"] = ds.chunk_rows
         blocks_log = _Capture()
-        logging.getLogger("dsvm.blocks.resources").addHandler(blocks_log)
+        logging.getLogger("dsvm.blocks._resources").addHandler(blocks_log)
         with dask.config.set({"dsvm.scratch-directory": str(workdir)}), \
                 connect(local={"memory_limit": args.memory_limit}) as client:
             sampler = MemorySampler(client)

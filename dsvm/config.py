@@ -31,7 +31,7 @@ task-memory-share
     Without a distributed cluster, a block may use at most this machine's
     available memory / (threads x this number), as a task holds several
     block-sized temporaries.  On a cluster the blocks are sized from what
-    each worker really has (see :mod:`dsvm.blocks.resources`).
+    each worker really has (see :mod:`dsvm.blocks._resources`).
 worker-heap-bytes
     Memory a worker keeps during a computation besides its data and its
     tasks' arrays (allocator fragmentation, caches; measured about 64 MiB),

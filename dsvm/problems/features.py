@@ -124,7 +124,7 @@ class FeatureStore:
     when the fit fails or the process gets SIGTERM (:mod:`dsvm.signals`).
     The store is a folder ``dsvm-features-PID-*`` in ``dsvm.scratch-directory``
     with an owner marker; stores that killed runs left there are removed when
-    the next one is made (:mod:`dsvm.blocks.scratch`).
+    the next one is made (:mod:`dsvm.blocks._scratch`).
 
     Parameters
     ----------

@@ -9,8 +9,8 @@ import dask.array as da
 import numpy as np
 import pytest
 
-import dsvm.blocks.file_blocks as file_blocks
-import dsvm.blocks.raw_files as raw_files
+import dsvm.blocks._file_blocks as file_blocks
+import dsvm.blocks._raw_files as raw_files
 from dsvm.blocks import BlockReduction, aligned_vector, as_row_blocks, current_block_key, spill_blocks
 
 N, P, R = 1000, 3, 5

@@ -9,8 +9,9 @@ import time
 import dask.array as da
 import pytest
 
-from dsvm.blocks import WorkerMemory, WorkerMemoryError, task_bytes, task_sized_blocks
-from dsvm.blocks.resources import MIN_BLOCK_ROWS, fit_block_rows
+from dsvm.blocks import task_sized_blocks
+from dsvm.blocks._resources import MIN_BLOCK_ROWS, WorkerMemory, fit_block_rows, task_bytes
+from dsvm.exceptions import WorkerMemoryError
 
 MiB = 2**20
 

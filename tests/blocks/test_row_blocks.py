@@ -18,8 +18,8 @@ from dsvm.blocks import (
     row_index_blocks,
     spill_blocks,
     task_sized_blocks,
-    tree_sum,
 )
+from dsvm.blocks._interface import tree_sum
 
 N, P = 23, 4
 CHUNKINGS = [1, 5, (3, 10, 1, 9), N]

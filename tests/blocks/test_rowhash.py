@@ -1,4 +1,4 @@
-"""Row hashes: chunking-independent pseudo-random numbers of global row indices (dsvm.blocks.rowhash)."""
+"""Row hashes: chunking-independent pseudo-random numbers of global row indices (dsvm.blocks._rowhash)."""
 
 import numpy as np
 from scipy.stats import kstest

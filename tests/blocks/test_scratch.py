@@ -9,7 +9,8 @@ import time
 import pytest
 
 from dsvm.app.cli import main
-from dsvm.blocks import OWNER_FILE, find_leftovers, make_temporary_folder, mark_owner, read_owner, remove_leftover
+from dsvm.blocks import find_leftovers, make_temporary_folder, remove_leftover
+from dsvm.blocks._scratch import OWNER_FILE, mark_owner, read_owner
 
 
 def _dead_pid() -> int:
@@ -97,7 +98,7 @@ def _write_after_the_marker_goes(monkeypatch, folder, times):
     appears in the folder (``times`` times)."""
     import numpy as np
 
-    from dsvm.blocks.raw_files import ALIGN, write_raw
+    from dsvm.blocks._raw_files import ALIGN, write_raw
 
     real_unlink = os.unlink
     written = []
@@ -125,7 +126,7 @@ def test_a_folder_written_into_while_it_is_removed_is_removed_marker_last(tmp_pa
 
 
 def test_a_folder_still_written_into_keeps_its_marker_for_clean(tmp_path, monkeypatch, capsys):
-    import dsvm.blocks.scratch as scratch
+    import dsvm.blocks._scratch as scratch
     from dsvm.blocks import remove_temporary_folder
 
     monkeypatch.setattr(scratch, "REMOVE_ATTEMPTS", 3)
@@ -143,7 +144,7 @@ def test_a_worker_never_makes_a_removed_folder_again(tmp_path):
     import numpy as np
 
     from dsvm.blocks import remove_temporary_folder
-    from dsvm.blocks.raw_files import ALIGN, write_raw
+    from dsvm.blocks._raw_files import ALIGN, write_raw
 
     folder = make_temporary_folder(tmp_path, "features")
     assert remove_temporary_folder(folder)
@@ -166,7 +167,7 @@ def test_a_leftover_another_run_removed_meanwhile_counts_as_removed(tmp_path, ca
     # a stale folder the sweep cannot judge any more (its marker went meanwhile) is a logged warning, not an error
     (folder / "block-0").mkdir(parents=True)
     _mark_as_dead(folder)
-    from dsvm.blocks import scratch
+    from dsvm.blocks import _scratch as scratch
 
     real = scratch._examine_folder
     calls = []

@@ -9,8 +9,9 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from dsvm.blocks import TaskFootprint, WorkersPausedError, as_row_blocks
-from dsvm.blocks.waiting import ClusterWatch, PinnedWorkerLost
+from dsvm.blocks import as_row_blocks
+from dsvm.blocks._waiting import ClusterWatch, PinnedWorkerLost, TaskFootprint
+from dsvm.exceptions import WorkersPausedError
 
 
 class FakeClient:

@@ -119,7 +119,9 @@ def test_workers_killed_for_memory_give_a_one_line_error():
     """A task that needs more memory than a worker has (more than the check before the work could know):
     after the workers died on it, one line naming their memory and what a task needs."""
     distributed = pytest.importorskip("distributed")
-    from dsvm.blocks import TaskFootprint, WorkerMemoryError, compute
+    from dsvm.blocks import compute
+    from dsvm.blocks._waiting import TaskFootprint
+    from dsvm.exceptions import WorkerMemoryError
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
             distributed.LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="400MiB", processes=True,
@@ -152,7 +154,7 @@ def test_a_worker_lost_during_a_pinned_pass_runs_it_again_unpinned(two_workers, 
         blocks = as_row_blocks(da.from_array(X, chunks=(250, 3)), 0).persist()
         holders = {w for ws in client.who_has(futures_of(blocks.array)).values() for w in ws}
         assert len(holders) == 2  # both workers hold blocks, so the pass needs w0
-        with caplog.at_level(logging.WARNING, logger="dsvm.blocks.dask_blocks"):
+        with caplog.at_level(logging.WARNING, logger="dsvm.blocks._dask_blocks"):
             total = blocks.map_reduce(sum_or_die)
     assert workers[0].poll() is not None and len(client.scheduler_info()["workers"]) == 1
     np.testing.assert_allclose(total, X.sum(axis=0))

@@ -198,7 +198,7 @@ def test_a_frame_larger_than_a_worker_ingests_and_trains(tmp_path):
     script = Path(__file__).with_name("frame_out_of_core.py")
     # What a worker holds with pandas, pyarrow and dsvm loaded differs between environments by 100 MiB
     # and more (shared libraries' resident pages): the limit leaves the same room above it everywhere.
-    idle = idle_worker_mib("dsvm.io.frames", "dsvm.blocks.dask_blocks", "dask.array", "pandas", "pyarrow")
+    idle = idle_worker_mib("dsvm.io.frames", "dsvm.blocks._dask_blocks", "dask.array", "pandas", "pyarrow")
     worker_memory = int((idle + 500) * 2**20)
     out = subprocess.run([sys.executable, str(script), str(tmp_path), str(worker_memory), "3.2"],
                          capture_output=True, text=True, timeout=900)

@@ -106,7 +106,7 @@ def _only_store(scratch):
 def test_sigterm_during_a_fit_removes_the_scratch_store(tmp_path, data, monkeypatch):
     import signal
 
-    from dsvm.blocks import read_owner
+    from dsvm.blocks._scratch import read_owner
     from dsvm.problems import SquaredHingeOperator
     from dsvm.signals import Terminated
 
@@ -137,7 +137,7 @@ def test_sigterm_while_a_worker_still_writes_a_block_removes_the_store(tmp_path,
     removal had taken its owner marker; `dsvm clean` then kept it ("no dsvm owner marker")."""
     import signal
 
-    from dsvm.blocks import OWNER_FILE
+    from dsvm.blocks._scratch import OWNER_FILE
     from dsvm.problems import SquaredHingeOperator
     from dsvm.signals import Terminated
 
@@ -165,14 +165,14 @@ def test_sigterm_while_a_worker_still_writes_a_block_removes_the_store(tmp_path,
 def test_disk_full_in_the_scratch_store(tmp_path, data, monkeypatch):
     import errno
 
-    import dsvm.blocks.file_blocks
+    import dsvm.blocks._file_blocks
     from dsvm import DiskFullError
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     Xd, yd, X, y = data
-    monkeypatch.setattr(dsvm.blocks.file_blocks, "write_raw", full)
+    monkeypatch.setattr(dsvm.blocks._file_blocks, "write_raw", full)
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
         with pytest.raises(DiskFullError, match=r"no space left on the device while writing the scratch feature "
                                                 r"store .*needs about .*DASK_DSVM__SCRATCH_DIRECTORY"):
@@ -193,7 +193,7 @@ def test_stale_stores_are_removed_by_the_next_run_and_by_dsvm_clean(tmp_path, da
     import json
 
     from dsvm.app.cli import main
-    from dsvm.blocks import OWNER_FILE, mark_owner
+    from dsvm.blocks._scratch import OWNER_FILE, mark_owner
 
     Xd, yd, X, y = data
     scratch = tmp_path / "scratch"
@@ -315,7 +315,7 @@ def test_kill_9_leftovers_are_removed_by_the_next_run_and_dsvm_clean(tmp_path, t
     from procs import stop
 
     from dsvm.app.cli import main
-    from dsvm.blocks import read_owner
+    from dsvm.blocks._scratch import read_owner
 
     proc, store = _train_until_the_solve(tmp_path, train_file)
     stop([proc], signal.SIGKILL)

@@ -191,7 +191,7 @@ def test_scratch_arrays_over_the_keep_size_are_made_afresh(monkeypatch):
     pass and not kept (big r would otherwise hold hundreds of MB per thread between fits)."""
     import threading
 
-    from dsvm.blocks import raw_files
+    from dsvm.blocks import _raw_files as raw_files
     from dsvm.problems import losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 8)

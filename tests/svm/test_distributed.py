@@ -54,7 +54,7 @@ def test_separate_worker_processes_each_hold_part_of_F_and_give_the_single_proce
     from procs import start_scheduler, start_worker, stop
 
     import dsvm
-    from dsvm.blocks.dask_blocks import DaskBlocks
+    from dsvm.blocks._dask_blocks import DaskBlocks
 
     ds = dsvm.make_classification_zarr(tmp_path / "d.zarr", n_samples=200_000, n_features=10, chunk_rows=20_000,
                                        random_state=0)

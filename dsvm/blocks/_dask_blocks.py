@@ -5,7 +5,7 @@ task.  The scheduler is whatever Dask would use: a ``distributed.Client`` if
 one is active (:func:`active_client`), the threaded scheduler otherwise.
 :func:`compute` fails clearly where Dask would hang or give a bare
 ``KilledWorker``: no worker left, workers paused or killed for memory (see
-:mod:`dsvm.blocks.waiting`).
+:mod:`dsvm.blocks._waiting`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from distributed import default_client, futures_of
 
 from ..blas import single_threaded_blas
 from ..progress import PassProgress, pass_progress
-from .interface import TREE_FANIN, RowBlocks, tree_sum
-from .waiting import PinnedWorkerLost, TaskFootprint, gather
+from ._interface import TREE_FANIN, RowBlocks, tree_sum
+from ._waiting import PinnedWorkerLost, TaskFootprint, gather
 
 logger = logging.getLogger(__name__)
 

@@ -40,10 +40,10 @@ from dask.array.utils import meta_from_array
 
 from .. import config
 from ..exceptions import WorkerMemoryError, format_bytes
-from .convert import as_row_blocks
-from .dask_blocks import active_client
-from .interface import RowBlocks
-from .waiting import TaskFootprint, pause_fraction, scheduler_workers
+from ._convert import as_row_blocks
+from ._dask_blocks import active_client
+from ._interface import RowBlocks
+from ._waiting import TaskFootprint, pause_fraction, scheduler_workers
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ import dask.array as da
 import numpy as np
 from dask.base import is_dask_collection as _is_dask_collection
 
-from .dask_blocks import DaskBlocks, check_row_chunks
-from .in_memory import InMemoryBlocks
-from .interface import RowBlocks
+from ._dask_blocks import DaskBlocks, check_row_chunks
+from ._in_memory import InMemoryBlocks
+from ._interface import RowBlocks
 
 __all__ = ["is_dask_array", "is_dask_collection", "is_dask_frame", "dask_frame_input", "check_dask_X", "as_row_blocks",
            "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result"]

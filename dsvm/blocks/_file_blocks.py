@@ -1,7 +1,7 @@
 """Row blocks in raw files on a scratch disk (:class:`FileBlocks`), written once by :func:`spill_blocks`.
 
 The feature store of a fit whose features do not fit in memory.  One file
-per block (:mod:`dsvm.blocks.raw_files`): written with ``O_DIRECT`` from the
+per block (:mod:`dsvm.blocks._raw_files`): written with ``O_DIRECT`` from the
 buffer the block was computed into, read with ``O_DIRECT`` into a buffer the
 reading thread reuses, and the block function of the pass applied right
 there, in the same task: a pass costs little more than reading the files.
@@ -38,9 +38,9 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .dask_blocks import DaskBlocks, TaskFootprint, reduce_parts, shared_key
-from .interface import RowBlocks, tree_sum
-from .raw_files import aligned_empty, read_raw, thread_buffer, write_raw
+from ._dask_blocks import DaskBlocks, TaskFootprint, reduce_parts, shared_key
+from ._interface import RowBlocks, tree_sum
+from ._raw_files import aligned_empty, read_raw, thread_buffer, write_raw
 
 __all__ = ["BlockFile", "BlockReduction", "FileBlocks", "spill_blocks", "current_block_key", "STORED_DTYPES",
            "FIXED_POINT_STEP"]

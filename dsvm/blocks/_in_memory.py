@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ..blas import single_threaded_blas
 from ..progress import pass_progress
-from .interface import RowBlocks, tree_sum
+from ._interface import RowBlocks, tree_sum
 
 __all__ = ["InMemoryBlocks"]
 
