@@ -1,0 +1,94 @@
+"""Sphinx configuration of dsvm's documentation (``sphinx-build -W docs docs/_build/html``)."""
+
+import os
+import re
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import dsvm
+
+project = "dsvm"
+author = "dsvm developers"
+copyright = "2026, dsvm developers"
+release = dsvm.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "**.zip", "examples/README.txt"]
+
+# MyST: the user guide is Markdown moved from the README; headings get anchors for links
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# API reference: one page per public name, members listed by numpydoc from the docstrings
+autosummary_generate = True
+autodoc_default_options = {"members": False, "inherited-members": False}
+autodoc_typehints = "none"
+numpydoc_show_class_members = True
+numpydoc_show_inherited_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "image_scrapers": ("matplotlib",),
+    "abort_on_example_error": True,
+    "doc_module": ("dsvm",),
+    "backreferences_dir": "generated/backreferences",
+    "inspect_global_variables": False,
+}
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"dsvm {release}"
+html_theme_options = {
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version"],
+}
+html_show_sourcelink = False
+
+
+# cluster/README.md is included in user_guide/clusters.md: its links to the spec files beside it
+# (`local.yaml`, `slurm-batch.sh`, ...) are rewritten to be relative to the page that includes it,
+# where MyST makes them downloads of those files.
+_CLUSTER_FILE_LINK = re.compile(r"\]\((?P<name>[\w.-]+\.(?:yaml|sh|py))\)")
+
+
+def _cluster_links(app, relative_path, parent_docname, content):
+    if relative_path.as_posix().endswith("cluster/README.md"):
+        content[0] = _CLUSTER_FILE_LINK.sub(r"](../../cluster/\g<name>)", content[0])
+
+
+# A parameter type such as ``ndarray of shape (k, n_features_in_)`` would be read as reST, where a word
+# ending in "_" is a link to a target of that name ("Unknown target name"): in the type part of a
+# numpydoc field line, such a word is escaped before numpydoc and docutils see it.
+_FIELD = re.compile(r"^(?P<head>\s*[\w*][\w*, ]* : )(?P<type>.+)$")
+_TRAILING_UNDERSCORE = re.compile(r"(?<![`\\])\b(?P<word>[A-Za-z]\w*[A-Za-z0-9])_(?![\w`])")
+
+
+def _escape_type_underscores(app, what, name, obj, options, lines):
+    for i, line in enumerate(lines):
+        m = _FIELD.match(line)
+        if m:
+            lines[i] = m["head"] + _TRAILING_UNDERSCORE.sub(r"\g<word>\\_", m["type"])
+
+
+def setup(app):
+    app.connect("include-read", _cluster_links)
+    app.connect("autodoc-process-docstring", _escape_type_underscores, priority=400)

@@ -1,0 +1,55 @@
+"""
+Training from a zarr dataset on a local Dask cluster
+=====================================================
+
+Data larger than memory lives in a zarr dataset: :func:`dsvm.make_classification_zarr` writes a
+generated one (:func:`dsvm.ingest` converts LIBSVM, CSV, Parquet or ``.npy`` files), and
+:func:`dsvm.open_dataset` opens it as row-chunked Dask arrays.  The fit then runs block by block on
+whatever Dask cluster is active; here a small one in this process.
+"""
+
+import tempfile
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from distributed import Client, LocalCluster
+
+import dsvm
+
+workdir = Path(tempfile.mkdtemp())
+train = dsvm.make_classification_zarr(workdir / "train.zarr", n_samples=40_000, n_features=10,
+                                      chunk_rows=5_000, random_state=0)
+test = dsvm.make_classification_zarr(workdir / "test.zarr", n_samples=10_000, n_features=10,
+                                     chunk_rows=5_000, random_state=1)
+print(train)
+print("X:", train.X)
+
+# %%
+# Fit on the cluster.  ``predict`` on a dataset returns a lazy Dask array; ``score`` computes it.
+
+with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+        Client(cluster):
+    clf = dsvm.NystroemSVC(n_components=300, C=10.0, random_state=0).fit(train)
+    print(f"test accuracy {clf.score(test):.3f}")
+    print("Newton iterations:", clf.n_iter_)
+
+# %%
+# What the fit recorded in ``solver_stats_``: the seconds of its stages (landmarks, the feature
+# map, the solve) and where the feature blocks were kept.
+
+stats = clf.solver_stats_
+stages = {key.removesuffix("_seconds"): stats[key] for key in ("landmark_seconds", "feature_seconds", "solve_seconds")}
+print(stages, "feature store:", stats["feature_store"])
+fig, ax = plt.subplots(figsize=(5, 3))
+ax.barh(list(stages), list(stages.values()))
+ax.set_xlabel("seconds")
+ax.set_title("where the fit's time went")
+fig.tight_layout()
+plt.show()
+
+# %%
+# The datasets are plain folders; remove them when done.
+
+import shutil  # noqa: E402
+
+shutil.rmtree(workdir)

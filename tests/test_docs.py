@@ -1,0 +1,32 @@
+"""The documentation's sources against the package: the API reference lists every public name."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import dsvm
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _api_names() -> set[str]:
+    """The names the API page's ``autosummary`` tables list (one indented name per line)."""
+    text = (DOCS / "api.rst").read_text(encoding="utf-8")
+    names = set()
+    for block in re.findall(r"^\.\. autosummary::\n((?:   .*\n|\n)+)", text, flags=re.M):
+        names |= {line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith(":")}
+    return names
+
+
+def test_the_api_reference_lists_every_public_name():
+    public = set(dsvm.__all__) - {"__version__"}
+    listed = _api_names()
+    assert public - listed == set(), f"public names missing from docs/api.rst: {sorted(public - listed)}"
+    assert listed - public == set(), f"docs/api.rst lists names dsvm does not export: {sorted(listed - public)}"
+
+
+def test_every_user_guide_page_is_in_its_toctree():
+    index = (DOCS / "user_guide" / "index.rst").read_text(encoding="utf-8")
+    pages = {p.stem for p in (DOCS / "user_guide").glob("*.md")}
+    assert pages and all(re.search(rf"^   {page}$", index, flags=re.M) for page in pages), pages
