@@ -6,7 +6,7 @@ For every file the script reports the median of ``--repeat`` runs (after one
 warm-up run) of
 
 * ``load_svmlight_file``   — scikit-learn, text → CSR in memory;
-* ``parse``                — ``dsvm.io.libsvm.parse_libsvm_block`` on the whole file,
+* ``parse``                — ``dsvm.io._libsvm.parse_libsvm_block`` on the whole file,
                              single thread, text → CSR in memory (same work as sklearn);
 * ``ingest``               — ``dsvm.io.ingest``, text → zarr dataset on disk
                              (parallel parse, staging, chunked compressed write),
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     from sklearn.datasets import load_svmlight_file
 
     import dsvm.io
-    from dsvm.io.libsvm import parse_libsvm_block
+    from dsvm.io._libsvm import parse_libsvm_block
 
     repo = Path(__file__).resolve().parents[1]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -228,7 +228,7 @@ def check_writable_target(path: str, option: str, overwrite: bool, ours, what: s
     """Fail before the work, not after it, when an output file could not be written.
 
     The folder must exist and be writable, and an existing file must be a
-    ``what`` dsvm wrote and ``--overwrite`` given (the rule of :mod:`dsvm.io.replace`).
+    ``what`` dsvm wrote and ``--overwrite`` given (the rule of :mod:`dsvm.io._replace`).
     """
     from ..io import check_replaceable
 

@@ -1,6 +1,6 @@
 """Writing predictions block by block (never all of them in memory at once).
 
-The file goes through :mod:`dsvm.io.replace`: written in a private temporary
+The file goes through :mod:`dsvm.io._replace`: written in a private temporary
 folder and moved into place when complete; an existing output is replaced
 only with ``overwrite=True`` and only if it is a prediction file dsvm wrote
 (:func:`prediction_problem`).

@@ -3,7 +3,7 @@
 Every temporary folder dsvm makes (a scratch feature store ``dsvm-features-PID-*.zarr``,
 the temporary dataset of ``dsvm train FILE`` ``dsvm-train-PID-*`` (of ``dsvm evaluate`` / ``predict``:
 ``dsvm-input-PID-*``), the staging folder ``.NAME.*.dsvm-tmp`` of every output
-being written (see :mod:`dsvm.io.replace`: a dataset, model, checkpoint, prediction
+being written (see :mod:`dsvm.io._replace`: a dataset, model, checkpoint, prediction
 or report file) holds an owner marker, ``.dsvm-owner.json``::
 
     {"format": "dsvm-temporary", "kind": "features", "pid": 4242, "host": "node7",

@@ -15,7 +15,7 @@ completed checkpoint resumes to the finished model without refitting.
 The path is checked before any work (:func:`check_checkpoint_path`).  A
 checkpoint of other data or other parameters is refused
 (:class:`CheckpointMismatchError`).  Files are ``.npz`` + JSON like model
-files (:mod:`dsvm.io.archive`): written through :mod:`dsvm.io.replace` (only
+files (:mod:`dsvm.io._archive`): written through :mod:`dsvm.io._replace` (only
 a checkpoint file is ever replaced), read with bounds on every member.
 
 The data fingerprint is chunking-independent: per-column sums, sums of

@@ -21,10 +21,10 @@ model scales its input names ``scale`` among its parameters, which a dsvm
 without scaling refuses instead of predicting from unscaled rows; a model
 without the step leaves it out, so such files stay readable by those versions.
 
-Files are written through :mod:`dsvm.io.replace` (a private temporary file,
+Files are written through :mod:`dsvm.io._replace` (a private temporary file,
 moved into place when complete; an existing file is replaced only with
 ``overwrite=True`` and only if it is a dsvm model).  Reading is bounded
-(:mod:`dsvm.io.archive`): only a regular file, only the members the format
+(:mod:`dsvm.io._archive`): only a regular file, only the members the format
 names, every member's declared shape and size checked against the metadata
 before any data is decompressed.  The metadata's fields are type-checked and
 the arrays checked for consistency; a model whose decision values cannot be
@@ -297,7 +297,7 @@ def _model_params(path: Path, params: dict) -> dict:
 
 
 def _model_rules(path: Path, meta: dict) -> MemberRules:
-    """The arrays of a model file and the shapes the metadata allows them (see dsvm.io.archive)."""
+    """The arrays of a model file and the shapes the metadata allows them (see dsvm.io._archive)."""
     _check_meta(path, meta)
     fitted = meta["fitted"]
     k_max = meta["params"]["n_components"]

@@ -293,7 +293,7 @@ def onnx_file_problem(path: str | os.PathLike) -> str | None:
 
 def export_onnx(model, path: str | os.PathLike, *, overwrite: bool = False, dtype="float32",
                 target_opset: int | None = None) -> Path:
-    """Write the model as an ONNX file (see :func:`to_onnx`), safely (:mod:`dsvm.io.replace`).
+    """Write the model as an ONNX file (see :func:`to_onnx`), safely (:mod:`dsvm.io._replace`).
 
     An existing ``path`` is replaced only with ``overwrite=True`` and only if
     it is an ONNX file dsvm wrote.  Returns the path written.

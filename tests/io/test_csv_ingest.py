@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsvm.io import InputFileError, ingest
+from dsvm.exceptions import InputFileError
+from dsvm.io import ingest
 
 ROWS = [[0.5, 2.0, 1], [1.5, 0.25, -1], [-0.5, 1.0, 1]]
 
@@ -77,7 +78,7 @@ def test_a_text_feature_points_at_the_label_column(tmp_path):
 
 def test_a_missing_label_column_is_reported_before_the_file_is_parsed(tmp_path, monkeypatch):
     """The error came after every block of the file had been parsed (50 s for 890 MB), each failing alike."""
-    import dsvm.io.csv_ingest as csv_ingest
+    import dsvm.io._csv_ingest as csv_ingest
 
     src = tmp_path / "iris.csv"
     rows = [f"{5 + k % 3}.1,{k % 5}.4,{'setosa' if k % 2 else 'virginica'}" for k in range(5000)]

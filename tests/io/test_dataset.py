@@ -11,8 +11,9 @@ import pytest
 import scipy.sparse as sp
 import zarr
 
-from dsvm.io import Dataset, InvalidDatasetError, open_dataset, write_dataset
-from dsvm.io.dataset import ChunkReader
+from dsvm.exceptions import InvalidDatasetError
+from dsvm.io import Dataset, open_dataset, write_dataset
+from dsvm.io._dataset import ChunkReader
 
 
 @pytest.fixture
@@ -322,7 +323,7 @@ def test_a_metadata_fifo_is_refused_at_once(sparse_ds, node):
 def test_metadata_is_read_with_a_bound(dense_ds):
     import os
 
-    from dsvm.io.atomic import MAX_ZARR_JSON
+    from dsvm.io._atomic import MAX_ZARR_JSON
 
     meta = Path(dense_ds.path, "y", "zarr.json")
     os.truncate(meta, MAX_ZARR_JSON + 1)  # sparse: no disk space used

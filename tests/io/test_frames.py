@@ -174,7 +174,7 @@ def test_columns_of_the_same_name_are_one_line(tmp_path, capsys):
 
 def test_a_fifo_among_parquet_files_is_refused(tmp_path):
     pytest.importorskip("pyarrow")
-    from dsvm.io import InputFileError
+    from dsvm.exceptions import InputFileError
 
     (tmp_path / "parts").mkdir()
     _frame(10).to_parquet(tmp_path / "parts" / "a.parquet")
@@ -198,7 +198,7 @@ def test_a_frame_larger_than_a_worker_ingests_and_trains(tmp_path):
     script = Path(__file__).with_name("frame_out_of_core.py")
     # What a worker holds with pandas, pyarrow and dsvm loaded differs between environments by 100 MiB
     # and more (shared libraries' resident pages): the limit leaves the same room above it everywhere.
-    idle = idle_worker_mib("dsvm.io.frames", "dsvm.blocks._dask_blocks", "dask.array", "pandas", "pyarrow")
+    idle = idle_worker_mib("dsvm.io._frames", "dsvm.blocks._dask_blocks", "dask.array", "pandas", "pyarrow")
     worker_memory = int((idle + 500) * 2**20)
     out = subprocess.run([sys.executable, str(script), str(tmp_path), str(worker_memory), "3.2"],
                          capture_output=True, text=True, timeout=900)

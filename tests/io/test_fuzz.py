@@ -5,7 +5,7 @@ module (plus ``float`` on ASCII decimal numbers; the label column's other texts
 as class names) for CSV text, and Python's
 ``gzip`` / ``lzma`` / ``bz2`` modules for the compressed streams.  A file
 ``dsvm.io.ingest`` accepts must give exactly the oracle's matrix and labels;
-a file it refuses must raise :class:`dsvm.io.InputFileError` naming the file
+a file it refuses must raise :class:`dsvm.exceptions.InputFileError` naming the file
 (never another exception type), and leave nothing behind.  dsvm may refuse
 more than the oracles (non-finite values, indices out of order): what it
 accepts must still be exact.
@@ -30,7 +30,8 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsvm.io import InputFileError, ingest
+from dsvm.exceptions import InputFileError
+from dsvm.io import ingest
 
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 60)), deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -17,7 +17,8 @@ import scipy.sparse as sp
 from helpers import data_file
 
 import dsvm.io
-from dsvm.io import DiskFullError, InputFileError, ingest, open_dataset, write_dataset
+from dsvm.exceptions import DiskFullError, InputFileError
+from dsvm.io import ingest, open_dataset, write_dataset
 
 # rows, documented features, class counts (SOURCES.md); max index where smaller
 BENCHMARK_SETS = {
@@ -140,7 +141,7 @@ def test_failed_ingest_leaves_nothing(tmp_path):
 
 
 def test_interrupted_ingest_cleans_up(tmp_path, monkeypatch):
-    import dsvm.io.ingestion as ingest_module
+    import dsvm.io._ingestion as ingest_module
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -302,7 +303,7 @@ def test_npy_that_holds_no_real_numbers(tmp_path):
 def test_disk_full_during_ingest_names_the_target(tmp_path, monkeypatch, stage):
     import zarr.storage
 
-    import dsvm.io.sources as sources
+    import dsvm.io._sources as sources
 
     src = tmp_path / "t.libsvm"
     src.write_bytes(TEXT * 500)

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import dsvm
-from dsvm.io import InputFileError, InvalidDatasetError, ingest, open_dataset, write_dataset
+from dsvm.exceptions import InputFileError, InvalidDatasetError
+from dsvm.io import ingest, open_dataset, write_dataset
 
 V2 = Path(__file__).resolve().parents[1] / "data" / "datasets-v2"
 
@@ -96,7 +97,7 @@ def test_a_header_read_as_data_is_not_a_class(tmp_path):
 
 
 def test_too_many_distinct_texts_is_the_wrong_column(tmp_path, monkeypatch):
-    import dsvm.io.labels as labels
+    import dsvm.io._labels as labels
 
     monkeypatch.setattr(labels, "MAX_CLASS_NAMES", 5)
     src = _csv(tmp_path / "ids.csv", "".join(f"id{k},{k}\n" for k in range(20)))
@@ -176,7 +177,7 @@ def test_integer_labels_beyond_2_53_are_refused_naming_the_line(tmp_path, fmt, t
     ok = _csv(tmp_path / f"ok.{fmt}", text.format(big=BIG, big1="1e300").replace("setosa", "1"))
     ds = ingest(ok, tmp_path / "e.zarr", format=fmt)
     assert ds.classes.tolist() == [1.0, float(BIG), 1e300]
-    from dsvm.io.label_text import number_text
+    from dsvm.io._label_text import number_text
 
     assert number_text(float(BIG)) == str(BIG)
 

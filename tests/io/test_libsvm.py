@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dsvm.io
-import dsvm.io.libsvm as libsvm
-from dsvm.io.libsvm import LineError, check_line, parse_libsvm_block
+import dsvm.io._libsvm as libsvm
+from dsvm.io._libsvm import LineError, check_line, parse_libsvm_block
 
 
 def _csr(block, n_features, shift=1):
@@ -125,7 +125,7 @@ def test_a_feature_index_beyond_32_bits_is_refused_with_its_line(tmp_path):
         assert info.value.line == 3
     path = tmp_path / "wide.libsvm"
     path.write_text("1 1:1\n-1 2:1\n1 1:0.5 1000000000000:1\n")
-    with pytest.raises(dsvm.io.InputFileError, match=r"wide.libsvm:3: feature index 1000000000000 is too large"):
+    with pytest.raises(dsvm.exceptions.InputFileError, match=r"wide.libsvm:3: feature index 1000000000000 is too large"):
         dsvm.io.ingest(path, tmp_path / "wide.zarr")
     assert not (tmp_path / "wide.zarr").exists()
 

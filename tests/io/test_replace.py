@@ -1,4 +1,4 @@
-"""The one routine every output goes through (dsvm.io.replace): dsvm replaces only what it wrote,
+"""The one routine every output goes through (dsvm.io._replace): dsvm replaces only what it wrote,
 temporaries cannot be hijacked, the old output stays until the new one is complete, a full disk
 is one clear error."""
 
@@ -17,7 +17,7 @@ import dsvm
 from dsvm import load_model, save_model
 from dsvm.app import predictions, report_files
 from dsvm.app.predictions import write_predictions
-from dsvm.io import replace
+from dsvm.io import _replace as replace
 
 
 @pytest.fixture(scope="module")
@@ -369,7 +369,7 @@ def test_ingest_overwrite_keeps_a_dataset_holding_a_users_file_and_its_own_input
     (target / "NOTES.txt").write_text("notes\n")
     line = _one_line_error(dsvm_cli("ingest", source, target, "--overwrite", cwd=tmp_path), "ingest")
     assert f"the source {source} lies inside the dataset to write, {target}" in line
-    with pytest.raises(dsvm.io.NotDsvmOutputError, match="the source .* lies inside the dataset to write"):
+    with pytest.raises(dsvm.exceptions.NotDsvmOutputError, match="the source .* lies inside the dataset to write"):
         dsvm.ingest(source, target, overwrite=True)
     # the same with the source elsewhere: the user's notes make it no dataset dsvm may replace
     other = _csv_source(tmp_path / "other.csv")
@@ -380,7 +380,7 @@ def test_ingest_overwrite_keeps_a_dataset_holding_a_users_file_and_its_own_input
     (target / "NOTES.txt").unlink()
     source.rename(tmp_path / "back.csv")
     (target / "X" / "mine.txt").write_text("x\n")
-    with pytest.raises(dsvm.io.NotDsvmOutputError, match="it holds 'X/mine.txt'"):
+    with pytest.raises(dsvm.exceptions.NotDsvmOutputError, match="it holds 'X/mine.txt'"):
         dsvm.ingest(other, target, overwrite=True)
     (target / "X" / "mine.txt").unlink()
     assert dsvm.ingest(other, target, overwrite=True).n_samples == 4
@@ -395,19 +395,19 @@ def test_the_layout_walk_accepts_every_dataset_dsvm_writes(tmp_path):
                dsvm.write_dataset(tmp_path / "names.zarr", X, np.where(y > 0, "a", "b"), chunk_rows=10),
                dsvm.make_classification_zarr(tmp_path / "gen.zarr", n_samples=50, n_features=6)]
     for ds in written:
-        assert dsvm.io.dataset_problem(ds.path) is None
+        assert dsvm.io._atomic.dataset_problem(ds.path) is None
     for name in ("csv_header.zarr", "libsvm_sparse.zarr"):  # datasets of the previous format
-        assert dsvm.io.dataset_problem(Path(__file__).resolve().parents[1] / "data" / "datasets-v2" / name) is None
+        assert dsvm.io._atomic.dataset_problem(Path(__file__).resolve().parents[1] / "data" / "datasets-v2" / name) is None
     (tmp_path / "sparse.zarr" / "X" / "indptr" / "extra").mkdir()
-    assert "X/indptr/extra" in dsvm.io.dataset_problem(tmp_path / "sparse.zarr")
+    assert "X/indptr/extra" in dsvm.io._atomic.dataset_problem(tmp_path / "sparse.zarr")
     os.symlink(tmp_path / "dense.zarr" / "y", tmp_path / "names.zarr" / "y2")
-    assert "'y2'" in dsvm.io.dataset_problem(tmp_path / "names.zarr")
+    assert "'y2'" in dsvm.io._atomic.dataset_problem(tmp_path / "names.zarr")
 
 
 def test_split_refuses_targets_that_are_or_hold_its_input(tmp_path):
     X, y = make_circles_problem(n=60, seed=2)
     ds = dsvm.write_dataset(tmp_path / "all.zarr", X, y, chunk_rows=20)
-    with pytest.raises(dsvm.io.NotDsvmOutputError, match="the dataset split .* is the dataset to write"):
+    with pytest.raises(dsvm.exceptions.NotDsvmOutputError, match="the dataset split .* is the dataset to write"):
         dsvm.io.split_dataset(ds, tmp_path / "all.zarr", tmp_path / "test.zarr", overwrite=True)
     with pytest.raises(ValueError, match="need paths of their own"):
         dsvm.io.split_dataset(ds, tmp_path / "p.zarr", tmp_path / "p.zarr", overwrite=True)

@@ -120,7 +120,7 @@ def test_a_dataset_three_times_a_workers_memory_is_split_without_loading_it(tmp_
     import dask.array as da
     from procs import idle_worker_mib
 
-    held = idle_worker_mib("dsvm.io.split", "dsvm.blocks._dask_blocks")
+    held = idle_worker_mib("dsvm.io._split", "dsvm.blocks._dask_blocks")
     limit = int((held + 200) / 0.8 * 2**20)  # Dask pauses a worker at 80 % of its limit
     p, rows = 300, 16_384  # chunks of 19 MiB: a split task holds about three
     n = -(-3 * limit // (4 * p * rows)) * rows

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dsvm.io import make_classification_zarr, open_dataset
-from dsvm.io.synthetic import GENERATION_BLOCK, SphereSource
+from dsvm.io._synthetic import GENERATION_BLOCK, SphereSource
 
 
 def test_independent_of_chunking(tmp_path):
@@ -96,7 +96,7 @@ def test_a_dataset_larger_than_the_free_space_is_refused_at_once(tmp_path, monke
     import shutil
     from collections import namedtuple
 
-    import dsvm.io.synthetic as synthetic
+    import dsvm.io._synthetic as synthetic
     from dsvm.exceptions import DiskFullError
 
     usage = namedtuple("usage", "total used free")

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsvm.io.text import byte_ranges, compression, detect_format, read_range, stream_blocks
+from dsvm.io._text import byte_ranges, compression, detect_format, read_range, stream_blocks
 
 
 @st.composite
@@ -84,8 +84,8 @@ def test_one_long_line_is_cut_in_linear_time():
 def test_a_fifo_is_refused_before_any_read(tmp_path, reader):
     from helpers import call_near_fifos
 
-    from dsvm.io import InputFileError
-    from dsvm.io.text import open_binary
+    from dsvm.exceptions import InputFileError
+    from dsvm.io._text import open_binary
 
     fifo = tmp_path / "data"
     os.mkfifo(fifo)
@@ -100,7 +100,8 @@ def test_a_fifo_is_refused_before_any_read(tmp_path, reader):
 def test_a_line_longer_than_the_bound_is_an_error_not_exhausted_memory(tmp_path, monkeypatch, compressed):
     """One huge line (a small .gz can hold gigabytes of it) was gathered whole, however long."""
     from dsvm import io as dsvm_io
-    from dsvm.io import InputFileError, text
+    from dsvm.exceptions import InputFileError
+    from dsvm.io import _text as text
 
     monkeypatch.setattr(text, "MAX_LINE_BYTES", 50_000)
     body = b"+1 1:1\n-1 " + " ".join(f"{j}:1" for j in range(1, 20_001)).encode() + b"\n+1 2:1\n"
@@ -118,7 +119,7 @@ def test_a_line_longer_than_the_bound_is_an_error_not_exhausted_memory(tmp_path,
 def test_a_compressed_name_without_compressed_data_is_damaged(tmp_path, suffix, kind, content):
     """`one.csv.bz2` holding `x` was read as plain text: "holds no rows of data" (a header `x` and nothing else)."""
     import dsvm
-    from dsvm.io import InputFileError
+    from dsvm.exceptions import InputFileError
 
     path = tmp_path / f"one.csv{suffix}"
     path.write_bytes(content)
@@ -130,7 +131,7 @@ def test_a_compressed_name_without_compressed_data_is_damaged(tmp_path, suffix, 
 
 def test_a_damaged_bz2_stream_is_named_as_such(tmp_path):
     import dsvm
-    from dsvm.io import InputFileError
+    from dsvm.exceptions import InputFileError
 
     path = tmp_path / "one.csv.bz2"
     path.write_bytes(b"BZh9" + b"x" * 40)

@@ -1,4 +1,4 @@
-"""The labels of a fit: the rule of :mod:`dsvm.io.label_text` (a missing-value marker is no class) holds for
+"""The labels of a fit: the rule of :mod:`dsvm.io._label_text` (a missing-value marker is no class) holds for
 the ``y`` given to ``fit`` as it holds for every file dsvm reads."""
 
 import numpy as np

@@ -21,7 +21,7 @@ def test_a_worker_that_fits_predicts_and_evaluates_never_imports_scikit_learn(tm
     import dask.array as da
 
     from dsvm import NystroemSVC, NystroemSVR, evaluate, open_dataset, write_dataset
-    from dsvm.io.split import split_dataset
+    from dsvm.io._split import split_dataset
     from dsvm.model_selection import NystroemSVCCV
 
     X = da.random.default_rng(0).standard_normal((8000, 6), chunks=(2000, 6))

@@ -6,7 +6,7 @@ name, or a position like a CSV column index), or comes separately as ``y``
 hold numbers (bool, integer, float; a missing value is an error naming the
 column and the row).  The column names are kept as the dataset's
 ``feature_names`` when they are all strings (as scikit-learn keeps
-``feature_names_in_``).  Labels follow :mod:`dsvm.io.labels`.
+``feature_names_in_``).  Labels follow :mod:`dsvm.io._labels`.
 
 Nothing is collected on the client: a Dask DataFrame is staged partition by
 partition, a Parquet file row group by row group, each by one task (on the
@@ -28,9 +28,9 @@ import numpy as np
 
 from ..exceptions import InputFileError
 from ..user_files import check_user_path
-from .labels import block_labels, storable_labels, with_class_names
-from .progress import ProgressBar, compute_tasks
-from .sources import RowSource, StagedSource, save_part
+from ._labels import block_labels, storable_labels, with_class_names
+from ._progress import ProgressBar, compute_tasks
+from ._sources import RowSource, StagedSource, save_part
 
 __all__ = ["is_pandas_frame", "is_dask_frame", "TableColumns", "table_columns", "pandas_arrays",
            "check_numeric_columns", "stage_dask_frame", "stage_parquet", "parquet_files", "PARQUET_SUFFIXES"]

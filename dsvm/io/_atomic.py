@@ -1,6 +1,6 @@
 """Write a dataset under a temporary name and rename it into place at the end.
 
-:func:`atomic_target` is :func:`dsvm.io.replace.replacing` for datasets: it
+:func:`atomic_target` is :func:`dsvm.io._replace.replacing` for datasets: it
 yields a private working directory next to the target (``.NAME.XXXX.dsvm-tmp``,
 same file system).  The dataset is written to ``<work>/store`` (scratch files
 go elsewhere in ``<work>``); on success the store is renamed to the target, on
@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .layout import DATASET_ENTRIES, FORMAT_NAME
-from .replace import TMP_SUFFIX, check_replaceable, foreign_entry, replacing
+from ._layout import DATASET_ENTRIES, FORMAT_NAME
+from ._replace import TMP_SUFFIX, check_replaceable, foreign_entry, replacing
 
 __all__ = ["atomic_target", "check_target", "dataset_problem", "TMP_SUFFIX"]
 
@@ -33,7 +33,7 @@ MAX_ZARR_JSON = 64 * 2**20  # a dataset's group metadata: attributes with the cl
 
 def dataset_problem(path: str | os.PathLike) -> str | None:
     """None if ``path`` is a dsvm dataset (by its format marker) holding nothing but what dsvm writes there
-    (:data:`dsvm.io.layout.DATASET_ENTRIES`, walked down to the array folders), else why it is not."""
+    (:data:`dsvm.io._layout.DATASET_ENTRIES`, walked down to the array folders), else why it is not."""
     path = Path(path)
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):

@@ -1,4 +1,4 @@
-"""Write rows from a :class:`~dsvm.io.sources.RowSource` into the dataset layout.
+"""Write rows from a :class:`~dsvm.io._sources.RowSource` into the dataset layout.
 
 One task per row chunk reads its rows from the source, checks them, and
 writes its own zarr chunks of ``X`` and ``y`` (never a chunk another task
@@ -38,10 +38,10 @@ import zarr
 from .. import config
 from ..blocks import is_dask_array
 from ..exceptions import disk_full_names
-from .atomic import atomic_target
-from .dataset import open_dataset
-from .labels import block_labels, check_numeric_labels, is_numeric_labels, storable_labels, with_class_names
-from .layout import (
+from ._atomic import atomic_target
+from ._dataset import open_dataset
+from ._labels import block_labels, check_numeric_labels, is_numeric_labels, storable_labels, with_class_names
+from ._layout import (
     INT_LABEL_FILL,
     base_attrs,
     chunk_bounds,
@@ -53,9 +53,9 @@ from .layout import (
     to_json_scalar,
     write_attrs,
 )
-from .progress import ProgressBar, compute_tasks
-from .replace import local_target
-from .sources import ArraySource, Part, RowSource, StagedSource, label_dtype, save_part
+from ._progress import ProgressBar, compute_tasks
+from ._replace import local_target
+from ._sources import ArraySource, Part, RowSource, StagedSource, label_dtype, save_part
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _write_chunk(source: RowSource, root: str, i: int, start: int, stop: int, la
 
     Returns ``(labels, counts, X checksum, y checksum)``: the distinct labels
     of its rows with their counts, and the checksums of what it wrote (see
-    :func:`dsvm.io.layout.chunk_checksum`).
+    :func:`dsvm.io._layout.chunk_checksum`).
     """
 
     X, y = source.read(start, stop)
@@ -323,7 +323,7 @@ def write_source(  # noqa: C901
 
 # Dask inputs -------------------------------------------------------------------
 def _stage_block(X, y, prefix: str, dtype: str) -> tuple[Part, dict]:
-    """One Dask block saved as a staging part, and what its labels are (:func:`dsvm.io.labels.block_labels`)."""
+    """One Dask block saved as a staging part, and what its labels are (:func:`dsvm.io._labels.block_labels`)."""
     dtype = np.dtype(dtype)
     y = np.asarray(y)
     if np.shape(y) != (X.shape[0],):
@@ -346,7 +346,7 @@ def stage_dask_arrays(X, y, staging: Path, dtype, progress: bool = False) -> tup
     """Compute the blocks of Dask ``X`` (and ``y``) into staging parts, in parallel.
 
     Returns the rows as a source to write and the attributes of their labels
-    (``class_names`` for labels that are not numbers, see :mod:`dsvm.io.labels`).
+    (``class_names`` for labels that are not numbers, see :mod:`dsvm.io._labels`).
     """
 
     if X.ndim != 2 or math.isnan(X.shape[1]):
@@ -403,9 +403,9 @@ def write_dataset(
         scipy.sparse.
     y : array-like or dask.array.Array
         ``(n_samples,)`` labels: numbers, or class names (strings), stored as
-        described in :mod:`dsvm.io.labels`.
+        described in :mod:`dsvm.io._labels`.
     dense : bool, optional
-        Storage layout; ``None`` applies the rule of :mod:`dsvm.io.writer`.
+        Storage layout; ``None`` applies the rule of :mod:`dsvm.io._writer`.
     chunk_rows, chunk_bytes : int, optional
         Rows per chunk, or the target bytes per chunk (default 64 MiB).
     dtype : {"float32", "float64"}

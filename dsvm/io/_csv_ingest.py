@@ -1,7 +1,7 @@
 """CSV / TSV files into staging parts: the header, the label column, the delimiter, string labels.
 
 * ``header``: ``"auto"`` takes the first line for column names only when it
-  cannot be data (every field a name, see :mod:`dsvm.io.delimited`);
+  cannot be data (every field a name, see :mod:`dsvm.io._delimited`);
   ``True`` / ``False`` say so.
 * ``label_column``: an index (negative from the end) or, with a header, a
   column name; ``None`` is column 0, as LIBSVM-style CSV files have it, or,
@@ -9,10 +9,10 @@
   column not among them; ``False``: the file has no label column (data to
   predict on: the labels are placeholders and the dataset is ``unlabelled``).
 * ``delimiter``: one character (``","`` by default, tab for ``.tsv``).
-* labels may be numbers or any text: the rule of :mod:`dsvm.io.labels`
+* labels may be numbers or any text: the rule of :mod:`dsvm.io._labels`
   decides how the dataset stores them.
 
-The file is parsed in blocks by :func:`dsvm.io.parse_stage.parse_stage`; a
+The file is parsed in blocks by :func:`dsvm.io._parse_stage.parse_stage`; a
 block reports its field count, its first line and what its labels are.
 """
 
@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputFileError
-from .delimited import looks_like_header, parse_csv_block, split_header, strip_bom
-from .labels import block_labels, lone_text_label, with_class_names
-from .parse_stage import line_offsets, parse_stage, raise_first_error
-from .sources import RowSource, StagedSource, save_part
-from .text import open_binary, read_range
+from ._delimited import looks_like_header, parse_csv_block, split_header, strip_bom
+from ._labels import block_labels, lone_text_label, with_class_names
+from ._parse_stage import line_offsets, parse_stage, raise_first_error
+from ._sources import RowSource, StagedSource, save_part
+from ._text import open_binary, read_range
 
 __all__ = ["ingest_csv", "check_delimiter", "default_delimiter", "csv_width"]
 

@@ -27,7 +27,7 @@ the error.  The accepted format (see also ``dsvm.io.ingest``):
   are fine; a line with only a label is a row with no features;
 * labels and values are decimal numbers (``+1``, ``-1.0``, ``0.5e-3``) and must be
   finite; a label written as an integer is at most 2**53 in magnitude (a float64
-  holds no larger integer exactly, see :mod:`dsvm.io.label_text`); values are stored in the requested dtype and must stay finite;
+  holds no larger integer exactly, see :mod:`dsvm.io._label_text`); values are stored in the requested dtype and must stay finite;
 * indices are unsigned decimal integers, **strictly increasing within a line**
   (as LIBSVM and scikit-learn require), at most :data:`MAX_FEATURE_INDEX` (so
   that ``n_features`` fits the 32-bit indices of sparse matrices; a larger
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .label_text import INEXACT_HINT, MAX_EXACT_INTEGER, integer_text_problem
+from ._label_text import INEXACT_HINT, MAX_EXACT_INTEGER, integer_text_problem
 
 __all__ = ["ParsedBlock", "LineError", "parse_libsvm_block", "check_line", "locate_error", "line_at",
            "MAX_FEATURE_INDEX"]

@@ -104,7 +104,7 @@ import zarr
 from zarr.codecs import BloscCodec, Crc32cCodec
 
 from ..exceptions import InvalidDatasetError
-from .replace import ENTRY_FILE, ENTRY_FOLDER
+from ._replace import ENTRY_FILE, ENTRY_FOLDER
 
 FORMAT_NAME = "dsvm-dataset"
 FORMAT_VERSION = 3  # the newest version this dsvm reads and writes

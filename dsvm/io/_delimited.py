@@ -4,8 +4,8 @@ Every feature field of every non-blank line must be a finite decimal number
 (``1``, ``-0.5``, ``2.5e-3``; no missing values, no NaN or infinity, no
 hexadecimal), optionally in double quotes (``"1.5"``, as the ``csv`` module
 reads it); the label field is a number or any non-empty text (a class name,
-see :mod:`dsvm.io.labels`), not a missing-value marker, and a label written as
-an integer is at most 2**53 in magnitude (:mod:`dsvm.io.label_text`).  All
+see :mod:`dsvm.io._labels`), not a missing-value marker, and a label written as
+an integer is at most 2**53 in magnitude (:mod:`dsvm.io._label_text`).  All
 lines have the same number of fields, ``#`` starts a comment, and a UTF-8 byte
 order mark at the start of the file is skipped.
 
@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from .label_text import (
+from ._label_text import (
     INEXACT_HINT,
     MAX_EXACT_INTEGER,
     integer_text_problem,
@@ -113,7 +113,7 @@ def parse_csv_block(raw: bytes, delimiter: str, n_columns: int | None = None, la
     """The rows of ``raw``: features ``(n, n_fields - 1)`` float64, labels, and the 1-based line of the first row.
 
     Labels are float64 when every label of the block is a number, else a
-    ``str`` array (numbers in it written as :func:`dsvm.io.labels.label_texts`
+    ``str`` array (numbers in it written as :func:`dsvm.io._labels.label_texts`
     writes them).  Every other field must be a decimal number.  With
     ``label_column=None`` the block has no label column: every field is a
     feature, and the labels are zeros (placeholders).  ``names`` (the

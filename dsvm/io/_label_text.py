@@ -2,7 +2,7 @@
 
 Numbers are written as their shortest text (``1.0`` and ``+1`` are ``"1"``,
 ``2.5`` is ``"2.5"``; integers exactly, however large), so that a number and
-the same number read from text name one class; :mod:`dsvm.io.labels` says
+the same number read from text name one class; :mod:`dsvm.io._labels` says
 when labels become class names.
 
 The rules every label source follows (CSV, LIBSVM, ``.npy``, arrays, tables,

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .label_text import check_numeric_labels, is_number_text, label_texts, number_text
-from .sources import RowSource
+from ._label_text import check_numeric_labels, is_number_text, label_texts, number_text
+from ._sources import RowSource
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def storable_labels(y, where: str = "y") -> np.ndarray:
     """Labels as a staging part saves them: numbers as they are, anything else as texts (no object arrays).
 
     ``ValueError`` naming ``where`` and the row for a label the rules of
-    :mod:`dsvm.io.label_text` refuse (missing, or an unsigned integer beyond int64).
+    :mod:`dsvm.io._label_text` refuse (missing, or an unsigned integer beyond int64).
     """
     arr = np.asarray(y)
     return check_numeric_labels(arr, where) if arr.dtype.kind in "biuf" else label_texts(arr, where)

@@ -32,10 +32,10 @@ from scipy.special import ndtri
 from scipy.stats import chi2
 
 from ..exceptions import DiskFullError, disk_full_names, format_bytes
-from .atomic import atomic_target
-from .dataset import open_dataset
-from .sources import RowSource
-from .writer import check_dtype, stored_bytes_bound, write_source
+from ._atomic import atomic_target
+from ._dataset import open_dataset
+from ._sources import RowSource
+from ._writer import check_dtype, stored_bytes_bound, write_source
 
 logger = logging.getLogger(__name__)
 

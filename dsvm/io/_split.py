@@ -33,10 +33,10 @@ from dask.base import tokenize
 
 from ..blocks import as_row_blocks, check_worker_memory, compute, row_hash, row_index_blocks
 from ..exceptions import format_bytes
-from .dataset import Dataset
-from .layout import REQUIRED_ATTRS, SEALED_ATTRS
-from .replace import check_inputs_outside, input_inside
-from .writer import write_dataset
+from ._dataset import Dataset
+from ._layout import REQUIRED_ATTRS, SEALED_ATTRS
+from ._replace import check_inputs_outside, input_inside
+from ._writer import write_dataset
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ def split_dataset(
         ``test_fraction`` outside (0, 1), a part that would be empty, or one target that is or holds the other.
     FileExistsError
         A target that exists and may not be replaced, or that is or holds ``ds``
-        (:class:`dsvm.io.NotDsvmOutputError`).
+        (:class:`dsvm.exceptions.NotDsvmOutputError`).
     """
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be between 0 and 1, got {test_fraction}")

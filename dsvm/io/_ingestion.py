@@ -1,10 +1,10 @@
-"""``ingest``: turn a file or arrays into a dataset (see :mod:`dsvm.io.layout`).
+"""``ingest``: turn a file or arrays into a dataset (see :mod:`dsvm.io._layout`).
 
 Text formats go through two stages inside the temporary directory of the
-ingest (:mod:`dsvm.io.atomic`):
+ingest (:mod:`dsvm.io._atomic`):
 
 1. *parse* — the file is cut into blocks of complete lines; each block is
-   parsed (vectorised, :mod:`dsvm.io.libsvm` / :mod:`dsvm.io.delimited`) and saved as a
+   parsed (vectorised, :mod:`dsvm.io._libsvm` / :mod:`dsvm.io._delimited`) and saved as a
    staging part.  An uncompressed file is split into byte ranges read and
    parsed by Dask tasks (threads, or the workers of the current
    ``distributed.Client``, which must see the file); a gzip / xz / bzip2 file
@@ -12,16 +12,16 @@ ingest (:mod:`dsvm.io.atomic`):
    threads.  Memory stays at a few blocks (``block_bytes``: by default a
    quarter of the file per core, between 1 MiB and 16 MiB).  Each block
    becomes a staging part on disk (``.npy`` CSR or dense arrays).
-2. *write* — :func:`dsvm.io.writer.write_source` cuts the parts into row
+2. *write* — :func:`dsvm.io._writer.write_source` cuts the parts into row
    chunks and writes them, in parallel.
 
 Only after both stages succeed is the dataset renamed to the target.
 
-The parse stage itself is :mod:`dsvm.io.parse_stage`; CSV's options (header,
-label column, delimiter) live in :mod:`dsvm.io.csv_ingest`; tables (pandas
-and Dask DataFrames, Parquet) are staged by :mod:`dsvm.io.frames`, one task
+The parse stage itself is :mod:`dsvm.io._parse_stage`; CSV's options (header,
+label column, delimiter) live in :mod:`dsvm.io._csv_ingest`; tables (pandas
+and Dask DataFrames, Parquet) are staged by :mod:`dsvm.io._frames`, one task
 per partition or row group; labels that are not numbers are stored as class
-names (:mod:`dsvm.io.labels`).
+names (:mod:`dsvm.io._labels`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ import numpy as np
 
 from ..exceptions import InputFileError, disk_full_names
 from ..user_files import check_user_path
-from .atomic import atomic_target, check_target
-from .csv_ingest import ingest_csv
-from .dataset import open_dataset
-from .frames import (
+from ._atomic import atomic_target, check_target
+from ._csv_ingest import ingest_csv
+from ._dataset import open_dataset
+from ._frames import (
     PARQUET_SUFFIXES,
     is_dask_frame,
     is_pandas_frame,
@@ -48,13 +48,13 @@ from .frames import (
     stage_parquet,
     table_columns,
 )
-from .labels import block_labels, check_numeric_labels, is_numeric_labels, warn_if_continuous, with_class_names
-from .libsvm import MAX_FEATURE_INDEX, LineError, line_at, parse_libsvm_block
-from .parse_stage import line_offsets, parse_stage, raise_first_error
-from .replace import check_inputs_outside, local_target
-from .sources import NpySource, RowSource, StagedSource, save_csr_part
-from .text import detect_format, read_range
-from .writer import check_dtype, stored_bytes_bound, write_dataset, write_source
+from ._labels import block_labels, check_numeric_labels, is_numeric_labels, warn_if_continuous, with_class_names
+from ._libsvm import MAX_FEATURE_INDEX, LineError, line_at, parse_libsvm_block
+from ._parse_stage import line_offsets, parse_stage, raise_first_error
+from ._replace import check_inputs_outside, local_target
+from ._sources import NpySource, RowSource, StagedSource, save_csr_part
+from ._text import detect_format, read_range
+from ._writer import check_dtype, stored_bytes_bound, write_dataset, write_source
 
 logger = logging.getLogger(__name__)
 
@@ -291,14 +291,14 @@ def ingest(  # noqa: C901
         them (``pip install 'dsvm[parquet]'``), an ``.npy`` file of X (labels
         via ``y=``), a pair of ``.npy`` paths, a pair ``(X, y)`` of numpy /
         scipy.sparse / Dask arrays, or a pandas or Dask DataFrame (see
-        :mod:`dsvm.io.frames`: a Dask DataFrame is staged partition by
+        :mod:`dsvm.io._frames`: a Dask DataFrame is staged partition by
         partition on the workers, never collected here).  Text files may be
         gzip, xz or bzip2 compressed (recognised by their content).  Labels
-        may be numbers or class names (strings, see :mod:`dsvm.io.labels`).
+        may be numbers or class names (strings, see :mod:`dsvm.io._labels`).
     target : path
-        Directory of the new dataset (a zarr v3 group, see :mod:`dsvm.io.layout`):
+        Directory of the new dataset (a zarr v3 group, see :mod:`dsvm.io._layout`):
         a local (or mounted) path; a URL target is refused (``ValueError``,
-        see :mod:`dsvm.io.replace`), while :func:`open_dataset` reads URLs.
+        see :mod:`dsvm.io._replace`), while :func:`open_dataset` reads URLs.
     format : {"libsvm", "csv", "npy", "parquet"}, optional
         Default: from the file name (``.libsvm``/``.svm``/``.svmlight``,
         ``.csv``/``.tsv``, ``.npy``, ``.parquet``/``.parq``/``.pq``, a folder
@@ -317,7 +317,7 @@ def ingest(  # noqa: C901
         ``zero_based_from`` saying how it was decided) and, by a fit, in the
         model, which refuses test data read with the other base.
     dense : bool, optional
-        Storage layout; default by density (see :mod:`dsvm.io.writer`).
+        Storage layout; default by density (see :mod:`dsvm.io._writer`).
     chunk_rows, chunk_bytes : int, optional
         Rows per chunk, or target bytes per chunk (default 64 MiB).
     dtype : {"float32", "float64"}
@@ -375,14 +375,14 @@ def ingest(  # noqa: C901
     FileExistsError
         If ``target`` exists and ``overwrite`` is False, or it is not a
         dataset dsvm wrote, or it is (or holds) the source, the labels or
-        ``like`` (:class:`dsvm.io.NotDsvmOutputError`, before any work).
+        ``like`` (:class:`dsvm.exceptions.NotDsvmOutputError`, before any work).
 
     Notes
     -----
     LIBSVM lines are ``label [qid:N] index:value ... [# comment]``; feature
     indices must be strictly increasing within a line (as LIBSVM and
     scikit-learn require), explicit zeros are kept, and labels and values must
-    be finite (see :mod:`dsvm.io.libsvm`).
+    be finite (see :mod:`dsvm.io._libsvm`).
 
     The dataset is written under a hidden temporary name next to ``target``
     and renamed at the end; a failed or interrupted ingest leaves no dataset

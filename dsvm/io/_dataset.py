@@ -6,7 +6,7 @@ from the store when it runs, in whichever process runs it (the store must be
 on a filesystem the workers share).  Nothing but metadata and the per-chunk
 entry counts of a sparse ``X`` is read when opening.  Every chunk is checked
 when it is read; a corrupted or missing chunk raises
-:class:`~dsvm.io.layout.InvalidDatasetError` naming the chunk and its rows.
+:class:`~dsvm.io._layout.InvalidDatasetError` naming the chunk and its rows.
 
 The readers keep the chunk checksums found when the dataset was opened and
 compare every chunk they read with them, so a chunk that moved, or a dataset
@@ -37,8 +37,8 @@ import scipy.sparse as sp
 import zarr
 
 from ..user_files import check_user_path, path_problem
-from .atomic import MAX_ZARR_JSON
-from .layout import (
+from ._atomic import MAX_ZARR_JSON
+from ._layout import (
     INT_LABEL_FILL,
     SPARSE_LAYOUT,
     InvalidDatasetError,
@@ -76,7 +76,7 @@ class Dataset:
     sparse : bool
         Whether ``X`` is stored (and read) as CSR.
     attrs : dict
-        All attributes of the group (see :mod:`dsvm.io.layout`).
+        All attributes of the group (see :mod:`dsvm.io._layout`).
     """
 
     path: str

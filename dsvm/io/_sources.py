@@ -1,6 +1,6 @@
 """Row sources: random access to the rows being written into a dataset.
 
-The writer (:mod:`dsvm.io.writer`) only needs ``read(start, stop)`` → ``(X
+The writer (:mod:`dsvm.io._writer`) only needs ``read(start, stop)`` → ``(X
 block, y block)`` and, for a sparse layout, the number of stored entries per
 row chunk.  Three kinds of source provide it:
 
@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from ..exceptions import InputFileError
 from ..user_files import check_user_path
-from .label_text import label_texts
+from ._label_text import label_texts
 
 __all__ = ["RowSource", "ArraySource", "NpySource", "StagedSource", "Part", "save_part", "label_dtype"]
 
@@ -33,7 +33,7 @@ def label_dtype(y: np.ndarray) -> np.dtype:
     """Storage dtype of numeric labels: int64 for integer / bool labels, float64 for floats.
 
     Labels that are not numbers are stored as codes of class names
-    (:mod:`dsvm.io.labels`); a source holding them reports int64, the codes' dtype.
+    (:mod:`dsvm.io._labels`); a source holding them reports int64, the codes' dtype.
     """
     kind = np.asarray(y).dtype.kind
     if kind in "biu":

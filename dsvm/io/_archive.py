@@ -1,7 +1,7 @@
 """The archive format of model and checkpoint files: ``.npz`` (a zip of ``.npy`` arrays) plus one JSON
 member ``__meta__``, no pickle.
 
-Writing goes through :func:`dsvm.io.replace.write_file` (a private temporary
+Writing goes through :func:`dsvm.io._replace.write_file` (a private temporary
 file, moved into place when complete; only a file of the same format is ever
 replaced).  Reading is bounded, so a crafted or damaged file cannot exhaust
 memory or hang the reader:
@@ -34,7 +34,7 @@ import numpy as np
 
 from ..exceptions import ModelFileError
 from ..user_files import open_user_file
-from .replace import regular_file_problem, write_file
+from ._replace import regular_file_problem, write_file
 
 __all__ = ["ModelFileError", "MemberRules", "read_npz", "write_npz", "meta_array", "npz_problem", "read_meta",
            "SUPPORTED_VERSION"]
@@ -78,7 +78,7 @@ def _json_default(obj: Any):
 
 def write_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray], *, overwrite: bool, what: str,
               expected_format: str) -> Path:
-    """Write ``arrays`` (``__meta__`` included) as an uncompressed ``.npz`` through :func:`~dsvm.io.replace.write_file`.
+    """Write ``arrays`` (``__meta__`` included) as an uncompressed ``.npz`` through :func:`~dsvm.io._replace.write_file`.
 
     An existing ``path`` is replaced only with ``overwrite`` and only if it is
     a file of ``expected_format`` (:func:`npz_problem`).
