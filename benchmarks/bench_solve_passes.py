@@ -3,7 +3,7 @@
 Each data set's Nyström features (uniform landmarks, the paper experiments' k
 and γ, seed 0) are made once; then the LA-SN solve of Table 3 (the subsample
 warm start, then the full solve, one thread) runs ``--repeats`` times with
-the cache of :class:`dsvm.problems.losses.MarginCache` on and off, alternated so that
+the cache of :class:`dsvm.problems._losses.MarginCache` on and off, alternated so that
 both see the same machine load.  Both must reach the same objective to the
 last bit (the cache hands back the floats a recomputation gives).
 

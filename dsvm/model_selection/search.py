@@ -8,7 +8,7 @@ fold:
 * **landmarks once, nested.**  Uniform landmarks are drawn once for the
   largest ``k`` of the grid; a smaller ``k`` uses the first ``k`` of them,
   which are exactly the landmarks ``NystroemSVC(n_components=k)`` draws with
-  the same seed (:func:`dsvm.approx.uniform_landmarks` is nested).  k-means
+  the same seed (:func:`dsvm.approx._landmarks.uniform_landmarks` is nested).  k-means
   landmarks are not nested: they are computed once per ``k`` (and shared by
   all ``gamma``).  ``"pivoted"`` landmarks (chosen with the kernel, so per
   ``gamma``) and ``"active"`` ones (chosen by a first model on every row's

@@ -63,7 +63,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``"pivoted"`` picks them by greedy pivoted Cholesky of the kernel
         matrix of a uniform pool of ``10 k`` rows (each the row the others
         approximate worst), and maps them by ``R⁻¹`` of ``K(L, L) = RᵀR``
-        (:mod:`dsvm.approx.nystroem`): fewer landmarks for the same accuracy
+        (:mod:`dsvm.approx._nystroem`): fewer landmarks for the same accuracy
         where the data are dense and low-dimensional (ijcnn1), a cheaper
         Nyström map at any ``k``.
     solver : {"newton", "tron", "dcd", "pegasos"}, default="newton"
@@ -72,7 +72,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``"dcd"``: LIBLINEAR's dual coordinate descent (LA-DCD) on the feature
         matrix gathered in memory, bias regularised as ``½(b/s)²``;
         ``"pegasos"``: mini-batch Pegasos for the *hinge* (L1) loss, streaming
-        over blocks one at a time (:mod:`dsvm.solvers.minibatch_pegasos`):
+        over blocks one at a time (:mod:`dsvm.solvers._minibatch_pegasos`):
         for when the hinge loss itself is wanted or ``k`` is too large for
         Newton's ``k x k`` systems.  It needs hundreds of passes where Newton needs
         10–20 and converges sublinearly, so at ``k`` up to a few thousand
@@ -105,7 +105,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``1e-6`` for float32 and ``1e-10`` for float64 features.
     kmeans_iter : int, default=1
         Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
-        seeds drawn on a sample of ``10 k`` rows (:mod:`dsvm.approx.landmarks`).
+        seeds drawn on a sample of ``10 k`` rows (:mod:`dsvm.approx._landmarks`).
     feature_store : {"auto", "memory", "disk", "recompute"}, default="auto"
         Where the feature blocks live during the fit (Dask input): in the
         cluster's memory, on the scratch disk as raw files read with
@@ -146,7 +146,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         in the model (``scaling_``, saved in model files) and applied to
         every row at prediction.  Sparse input is not centred by
         ``"standard"`` (``with_mean=False``); ``"minmax"`` refuses sparse
-        input whose zeros it would move.  See :mod:`dsvm.approx.scaling`.
+        input whose zeros it would move.  See :mod:`dsvm.approx._scaling`.
 
     Attributes
     ----------

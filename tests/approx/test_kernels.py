@@ -8,14 +8,12 @@ from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, rbf_kerne
 from dsvm.approx import (
     check_kernel_params,
     gamma_for,
-    kernel_block,
-    kernel_diagonal,
     kernel_matrix,
     make_kernel_spec,
     prepare_landmarks,
     resolve_gamma,
-    row_sq_norms,
 )
+from dsvm.approx._kernels import kernel_block, kernel_diagonal, row_sq_norms
 from dsvm.blocks import as_row_blocks
 
 ORACLES = {
@@ -35,12 +33,12 @@ def _data(seed=0, n=40, p=7, k=9, density=0.4, offset=0.0):
 
 @pytest.fixture(params=["densified", "csr"])
 def sparse_mode(request, monkeypatch):
-    import dsvm.approx.kernels
+    import dsvm.approx._kernels
 
     if request.param == "csr":
-        monkeypatch.setattr(dsvm.approx.kernels, "DENSIFY_MAX_FEATURES", 0)
+        monkeypatch.setattr(dsvm.approx._kernels, "DENSIFY_MAX_FEATURES", 0)
     else:
-        monkeypatch.setattr(dsvm.approx.kernels, "DENSIFY_SLAB_ROWS", 7)  # several slabs
+        monkeypatch.setattr(dsvm.approx._kernels, "DENSIFY_SLAB_ROWS", 7)  # several slabs
     return request.param
 
 
@@ -69,9 +67,9 @@ def test_rbf_float32_is_accurate_far_from_the_origin(sparse, sparse_mode):
 @pytest.fixture
 def sparse_path(monkeypatch):
     """Force the CSR code path (normally taken for more than 1024 features)."""
-    import dsvm.approx.kernels
+    import dsvm.approx._kernels
 
-    monkeypatch.setattr(dsvm.approx.kernels, "DENSIFY_MAX_FEATURES", 0)
+    monkeypatch.setattr(dsvm.approx._kernels, "DENSIFY_MAX_FEATURES", 0)
 
 
 def test_sparse_block_is_not_densified(monkeypatch, sparse_path):

@@ -3,17 +3,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dsvm.approx import (
-    clip_n_components,
-    kernel_diagonal,
-    kernel_matrix,
+from dsvm.approx import clip_n_components, kernel_matrix, make_kernel_spec, select_landmarks
+from dsvm.approx._kernels import kernel_diagonal
+from dsvm.approx._landmarks import (
     kmeans_landmarks,
-    make_kernel_spec,
+    kmeanspp_seeds,
+    pivoted_cholesky_pivots,
     pivoted_landmarks,
-    select_landmarks,
     uniform_landmarks,
 )
-from dsvm.approx.landmarks import kmeanspp_seeds, pivoted_cholesky_pivots
 from dsvm.blocks import as_row_blocks
 
 SPEC = make_kernel_spec("rbf", 0.3)
@@ -29,7 +27,7 @@ def _data(n=400, p=5, seed=0, dup=True):
 
 @pytest.mark.parametrize("method", ["uniform", "kmeans", "pivoted"])
 def test_deterministic_given_random_state(method, monkeypatch):
-    import dsvm.approx.landmarks as landmarks
+    import dsvm.approx._landmarks as landmarks
 
     monkeypatch.setattr(landmarks, "PIVOT_POOL_MIN", 100)  # a pool smaller than the data: the seed matters
     X = as_row_blocks(_data(dup=False), 128)
@@ -50,7 +48,7 @@ def test_landmarks_are_distinct_rows(method):
 
 @pytest.mark.parametrize("permute_max_rows", [1 << 22, 10])  # one permutation / batched draws
 def test_uniform_landmarks_are_nested_in_k(monkeypatch, permute_max_rows):
-    import dsvm.approx.landmarks as landmarks
+    import dsvm.approx._landmarks as landmarks
 
     monkeypatch.setattr(landmarks, "PERMUTE_MAX_ROWS", permute_max_rows)
     X = as_row_blocks(_data(n=3000, p=7, dup=True), 500)  # repeated rows: some draws are skipped
@@ -211,7 +209,7 @@ def test_pivoted_other_kernels_stop_at_the_rank(kernel):
 
 
 def test_pivoted_landmarks_come_from_a_uniform_pool(monkeypatch):
-    import dsvm.approx.landmarks as landmarks
+    import dsvm.approx._landmarks as landmarks
 
     monkeypatch.setattr(landmarks, "PIVOT_POOL_MIN", 50)
     monkeypatch.setattr(landmarks, "PIVOT_POOL_FACTOR", 5)
@@ -322,7 +320,7 @@ def test_a_lloyd_pass_over_rows_beyond_float32_warns_nothing():
     centres they move are refused when prepared as landmarks."""
     import warnings
 
-    from dsvm.approx.landmarks import _centre_prep, _lloyd_block
+    from dsvm.approx._landmarks import _centre_prep, _lloyd_block
     from dsvm.exceptions import NonFiniteError
 
     X = np.full((20, 3), 1e30)

@@ -146,7 +146,7 @@ def _float32_bound(X, fmap, K64):
 @pytest.mark.parametrize("method", ["eigen", "cholesky"])
 @pytest.mark.parametrize("n", [1, 300, 2500])  # one row, one slab, several slabs and a partial one
 def test_fused_transform_is_the_dense_formula_to_float32_rounding(method, n, monkeypatch):
-    import dsvm.approx.nystroem as nystroem
+    import dsvm.approx._nystroem as nystroem
 
     monkeypatch.setattr(nystroem, "SLAB_BYTES", 64 * 40 * 4)  # 64-row slabs at k = 40
     rng = np.random.default_rng(9)
@@ -172,7 +172,7 @@ def test_fused_transform_is_the_dense_formula_to_float32_rounding(method, n, mon
 def test_fused_transform_of_the_other_kernels(name, kw, monkeypatch):
     from sklearn.metrics.pairwise import linear_kernel, polynomial_kernel, sigmoid_kernel
 
-    import dsvm.approx.nystroem as nystroem
+    import dsvm.approx._nystroem as nystroem
 
     monkeypatch.setattr(nystroem, "SLAB_BYTES", 64 * 30 * 8)
     rng = np.random.default_rng(10)

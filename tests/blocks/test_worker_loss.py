@@ -42,7 +42,7 @@ def two_workers(tmp_path):
 
 
 def _fit_with_handler(client, ds, handler):
-    log = logging.getLogger("dsvm.solvers.newton")
+    log = logging.getLogger("dsvm.solvers._newton")
     log.addHandler(handler)
     old = log.level
     log.setLevel(logging.INFO)

@@ -6,7 +6,8 @@ import scipy.sparse as sp
 
 from dsvm.approx import fit_feature_map, make_kernel_spec
 from dsvm.blocks import as_row_blocks
-from dsvm.problems import decision_block, decision_blocks, decisions, labels_from_decision, predicted_codes
+from dsvm.problems import decision_blocks, decisions, labels_from_decision, predicted_codes
+from dsvm.problems._decision import decision_block
 
 
 def _loop_codes(dec):

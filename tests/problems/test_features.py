@@ -247,7 +247,7 @@ def _train_until_the_solve(tmp_path, data_file):
     script = tmp_path / "pausing_train.py"
     script.write_text(f"""
 import pathlib, sys, time
-import dsvm.problems.operators as op
+import dsvm.problems._operators as op
 
 evaluate = op.SquaredHingeOperator.evaluate
 
@@ -333,7 +333,7 @@ def test_kill_9_leftovers_are_removed_by_the_next_run_and_dsvm_clean(tmp_path, t
 
 
 def test_int16_store_is_planned_for_bounded_features_and_by_the_cost_model(data):
-    from dsvm.problems import plan_store_dtype
+    from dsvm.problems._features import plan_store_dtype
 
     Xd, yd, X, y = data
     rbf = fit_feature_map(X[:20], make_kernel_spec("rbf", 0.5))

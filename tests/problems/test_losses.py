@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dsvm.problems import losses
+from dsvm.problems import _losses as losses
 
 F = np.ones((10, 3), dtype=np.float32)
 CODES = np.array([0, 1] * 5)

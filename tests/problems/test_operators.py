@@ -82,7 +82,7 @@ def test_line_search_grid_and_hessian_update_match_dense(chunks):
 
 def test_gram_batches_across_slabs_match_dense(monkeypatch):
     """Small slabs: the Gram rows of several slabs are batched, flushed and summed in float64."""
-    import dsvm.problems.losses as losses
+    import dsvm.problems._losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 16)
     X, y, sw, fmap, F = _problem(False, seed=6)
@@ -105,7 +105,7 @@ def test_gram_of_rows_gathered_by_cost_matches_dense(class_cost, monkeypatch):
     """Without sample weights the active rows of one cost are copied unscaled into a reused buffer
     (flushed when full, and when the cost changes) and their product scaled afterwards; a slab whose
     active rows differ in cost goes the scaled way.  Either way: the dense Gram matrix."""
-    import dsvm.problems.losses as losses
+    import dsvm.problems._losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 4)
     X, y, _, fmap, F = _problem(False, seed=8)
@@ -127,7 +127,7 @@ def test_gram_of_gathered_rows_across_partial_buffers_and_cost_changes_matches_d
     """The gathered rows' buffer filled across slabs (split over two products), costs changing between
     slabs (the rows buffered so far join the scaled batch), a slab of mixed costs and one with no active
     row: the dense ``[F 1]ᵀ diag(c) [F 1]`` over the active rows."""
-    from dsvm.problems import losses
+    from dsvm.problems import _losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 4)
     # at x = 0 every row of positive cost is active; class 2 costs nothing
@@ -149,7 +149,7 @@ def test_gathered_rows_buffer_is_each_threads_own_and_reused_across_widths(monke
     dtypes (reusing, growing the buffers) each give the dense Gram matrix, and keep giving it."""
     import threading
 
-    from dsvm.problems import losses
+    from dsvm.problems import _losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 8)
     rng = np.random.default_rng(11)
@@ -192,7 +192,7 @@ def test_scratch_arrays_over_the_keep_size_are_made_afresh(monkeypatch):
     import threading
 
     from dsvm.blocks import _raw_files as raw_files
-    from dsvm.problems import losses
+    from dsvm.problems import _losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 8)
     monkeypatch.setattr(losses, "SCRATCH_KEEP_BYTES", 1000)  # rows 8x12x4 = 384 and product 576 kept, total 1352 not
@@ -228,7 +228,7 @@ def _numpy_operator(X, y, sw, fmap, block_rows, positive):
 def test_in_process_hessian_update_matches_dense(block_rows, change, monkeypatch):
     """In this process the blocks hand back Gram matrices unpacked; the rows that enter and leave
     the active set are two separate symmetric products (either may be empty)."""
-    import dsvm.problems.losses as losses
+    import dsvm.problems._losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several batches per block
     X, y, sw, fmap, F = _problem(False, seed=8)
@@ -255,7 +255,7 @@ def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeyp
     """In this process each block keeps its margins at the last points evaluated: a Newton
     sequence of passes (current point, trial point, a shorter step, the zero point) returns
     exactly what passes that recompute every margin return, and the cached margins are used."""
-    import dsvm.problems.losses as losses
+    import dsvm.problems._losses as losses
 
     monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several slabs per block
     X, y, sw, fmap, F = _problem(False, seed=11)
@@ -291,8 +291,9 @@ def test_margin_cache_on_dask_blocks_is_kept_in_the_worker_process(store, tmp_pa
     block's file, or by the block in memory): the same passes as recomputing, and the kept margins used."""
     import dask
 
-    import dsvm.problems.margin_cache as margin_cache
-    from dsvm.problems import IN_PROCESS, FeatureStore
+    import dsvm.problems._margin_cache as margin_cache
+    from dsvm.problems import FeatureStore
+    from dsvm.problems._margin_cache import IN_PROCESS
 
     monkeypatch.setattr(margin_cache, "_PROCESS_STORE", {})
     X, y, sw, fmap, F = _problem(False, seed=13)
@@ -322,7 +323,7 @@ def test_margin_cache_on_dask_blocks_is_kept_in_the_worker_process(store, tmp_pa
 def test_gram_delta_keeps_few_rows_as_rows_and_sums_like_the_dense_gram():
     import pickle
 
-    from dsvm.problems import GramDelta
+    from dsvm.problems._losses import GramDelta
 
     rng = np.random.default_rng(15)
     r = 10

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dsvm.solvers import conjugate_gradient
+from dsvm.solvers._cg import conjugate_gradient
 
 
 def _spd(n, cond, seed=0):

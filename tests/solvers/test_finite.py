@@ -12,7 +12,8 @@ import pytest
 from helpers import DenseSquaredHinge
 
 from dsvm.exceptions import NonFiniteError
-from dsvm.solvers import semismooth_newton, solve, trust_region_newton
+from dsvm.solvers import semismooth_newton, solve
+from dsvm.solvers._tron import trust_region_newton
 
 
 class _Poisoned(DenseSquaredHinge):

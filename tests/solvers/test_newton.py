@@ -90,7 +90,7 @@ def test_warm_start_at_the_solution_stops_immediately():
 
 def test_every_iteration_decreases_the_objective_and_is_logged(caplog):
     F, y = _features(seed=5)
-    with caplog.at_level("INFO", logger="dsvm.solvers.newton"):
+    with caplog.at_level("INFO", logger="dsvm.solvers._newton"):
         res = semismooth_newton(_operator(F, y, 10.0), F.shape[1] + 1, tol=1e-8)
     objs = [h["objective"] for h in res.history]
     assert all(b <= a for a, b in zip(objs, objs[1:]))
@@ -114,7 +114,7 @@ def test_cost_model_picks_gram_for_small_k_and_cg_for_huge_k():
 
 # --------------------------------------------------------------- float32 factor, float64 refinement
 def _newton_system(order: int, n: int, scale: float, seed: int = 0):
-    from dsvm.solvers.newton import _newton_matrix
+    from dsvm.solvers._newton import _newton_matrix
 
     rng = np.random.default_rng(seed)
     F1 = np.hstack([rng.random((n, order - 1)) * scale, np.ones((n, 1))])
@@ -127,7 +127,7 @@ def _newton_system(order: int, n: int, scale: float, seed: int = 0):
 
 @pytest.mark.parametrize("scale, float32_used", [(0.05, True), (1e3, False)])
 def test_large_newton_systems_solve_in_float32_with_float64_refinement(monkeypatch, scale, float32_used):
-    import dsvm.solvers.newton as newton
+    import dsvm.solvers._newton as newton
 
     results = []
     real = newton._refined_float32_solve
@@ -140,7 +140,7 @@ def test_large_newton_systems_solve_in_float32_with_float64_refinement(monkeypat
 
 
 def test_float32_factor_gives_the_same_newton_solve(monkeypatch):
-    import dsvm.solvers.newton as newton
+    import dsvm.solvers._newton as newton
 
     rng = np.random.default_rng(7)
     r = newton.MIXED_PRECISION_ORDER + 20

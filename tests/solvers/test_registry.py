@@ -5,18 +5,10 @@ import pytest
 from helpers import DenseSquaredHinge
 
 from dsvm.options import SOLVERS
-from dsvm.solvers import (
-    REGISTRY,
-    choose_hessian,
-    dual_coordinate_descent,
-    minibatch_pegasos,
-    newton_from_subsample,
-    resolve_hessian,
-    semismooth_newton,
-    solve,
-    trust_region_newton,
-)
-from dsvm.solvers.minibatch_pegasos import default_epochs
+from dsvm.solvers import REGISTRY, choose_hessian, newton_from_subsample, resolve_hessian, semismooth_newton, solve
+from dsvm.solvers._dcd import dual_coordinate_descent
+from dsvm.solvers._minibatch_pegasos import default_epochs, minibatch_pegasos
+from dsvm.solvers._tron import trust_region_newton
 
 
 def _op(seed=0, **kw):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from helpers import DenseSquaredHinge, lbfgs_sqhinge_optimum
 
-from dsvm.solvers import trust_region_newton
+from dsvm.solvers._tron import trust_region_newton
 
 
 def _data(n=300, r=8, seed=0):

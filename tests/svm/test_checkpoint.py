@@ -86,7 +86,7 @@ def test_checkpoint_of_other_data_or_parameters_is_refused(tmp_path, dataset):
     def interrupted_fit(**kw):
         clf = dsvm.NystroemSVC(**{**PARAMS, "n_components": 40, **kw}, checkpoint=str(ckpt))
         handler = KillOnIteration(1, lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
-        log = logging.getLogger("dsvm.solvers.newton")
+        log = logging.getLogger("dsvm.solvers._newton")
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         try:

@@ -3,7 +3,7 @@
 A :class:`SquaredHingeOperator` binds the feature blocks ``F``, the label codes
 and optional sample weights (all aligned :class:`~dsvm.blocks.RowBlocks`)
 to one binary (one-vs-rest) problem and exposes it to the solvers through the
-contract of :mod:`dsvm.solvers.contract`, plain methods on float64 k-vectors:
+contract of :mod:`dsvm.solvers._contract`, plain methods on float64 k-vectors:
 
 * :meth:`~LossOperator.evaluate` — one fused pass: loss on a batch of step
   sizes, loss, gradient, active-set size and (optionally) the generalized
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..blocks import BlockReduction, RowBlocks, available_memory, row_uniform
-from .losses import (
+from ._losses import (
     GramDelta,
     hinge_loss_block,
     labels_pm1,
@@ -41,7 +41,7 @@ from .losses import (
     sqhinge_pass,
     unpack_symmetric,
 )
-from .margin_cache import IN_PROCESS
+from ._margin_cache import IN_PROCESS
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class LossOperator:
     """One L2-loss problem on row-blocked features (base of the concrete operators).
 
     Subclasses set ``_pass_fn`` / ``_hvp_fn`` (block functions of
-    :mod:`dsvm.problems.losses`), the aligned row arrays they read and the
+    :mod:`dsvm.problems._losses`), the aligned row arrays they read and the
     parameters they share.
 
     Attributes
@@ -94,9 +94,9 @@ class LossOperator:
         Passes over the rows so far.
     margin_cache : dict, str or None
         Where the margins at the last points evaluated are kept
-        (:class:`~dsvm.problems.margin_cache.MarginCache`): this dict for
+        (:class:`~dsvm.problems._margin_cache.MarginCache`): this dict for
         in-process blocks, each worker process for distributed ones
-        (:data:`~dsvm.problems.margin_cache.IN_PROCESS`); None turns caching off.
+        (:data:`~dsvm.problems._margin_cache.IN_PROCESS`); None turns caching off.
     """
 
     _pass_fn = None

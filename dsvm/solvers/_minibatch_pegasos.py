@@ -58,7 +58,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .result import SolverResult
+from ._result import SolverResult
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def minibatch_pegasos(op, dim: int, *, C: float, epochs: int | None = None, batc
     Parameters
     ----------
     op : ClassificationContract
-        The problem (:mod:`dsvm.solvers.contract`).
+        The problem (:mod:`dsvm.solvers._contract`).
     dim : int
         Features + 1 (the bias).
     C : float

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import PreparedLandmarks, kernel_block
+from ._kernels import PreparedLandmarks, kernel_block
 
 __all__ = ["KernelColumnsMap", "ProjectedMap"]
 

@@ -1,7 +1,7 @@
 """What a solver may call on the problem it solves: the operator contract.
 
 The solvers are pure numpy on k-vectors; they never import the problems or
-the row blocks.  An operator (:mod:`dsvm.problems.operators`, or a wrapper
+the row blocks.  An operator (:mod:`dsvm.problems._operators`, or a wrapper
 such as the CV search's cached operator) provides these methods; a solver
 uses no other.  Every method that reads the rows adds one to ``n_passes``.
 

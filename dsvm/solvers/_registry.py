@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from ..options import HESSIANS, SOLVERS
-from .dcd import dual_coordinate_descent
-from .finite import check_result
-from .minibatch_pegasos import minibatch_pegasos
-from .newton import choose_hessian, newton_from_subsample
-from .result import SolverResult
-from .tron import trust_region_newton
+from ._dcd import dual_coordinate_descent
+from ._finite import check_result
+from ._minibatch_pegasos import minibatch_pegasos
+from ._newton import choose_hessian, newton_from_subsample
+from ._result import SolverResult
+from ._tron import trust_region_newton
 
 __all__ = ["SolverSpec", "REGISTRY", "resolve_hessian", "solve"]
 
@@ -113,7 +113,7 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
     ----------
     name : {"newton", "tron", "dcd", "pegasos"}
     op : operator
-        The problem (:mod:`dsvm.solvers.contract`).
+        The problem (:mod:`dsvm.solvers._contract`).
     dim : int
         Coordinates of ``x = (w, b)`` (features + 1).
     tol, max_iter : float, int

@@ -1,7 +1,7 @@
 """Semismooth Newton method for the L2-loss (squared hinge) SVM primal.
 
 Pure numpy on k-vectors.  The solver sees an *operator* with two methods
-(:class:`dsvm.solvers.contract.OperatorContract`):
+(:class:`dsvm.solvers._contract.OperatorContract`):
 
 ``evaluate(x0, x1, t_grid, hessian)``
     loss, gradient and active-set data at ``x1``, the loss along the segment
@@ -42,9 +42,9 @@ import numpy as np
 import scipy.linalg
 
 from ..blas import blas_for_order
-from .cg import conjugate_gradient
-from .finite import check_matrix, check_point
-from .result import SolverResult
+from ._cg import conjugate_gradient
+from ._finite import check_matrix, check_point
+from ._result import SolverResult
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@
     ``K(x, x) − ‖f(x)‖²``).  Needs the kernel; the landmarks come in an
     order in which ``K(L, L)`` has a well-conditioned Cholesky factor, which
     makes the Nyström map triangular (see
-    :func:`dsvm.approx.nystroem.fit_feature_map`).
+    :func:`dsvm.approx._nystroem.fit_feature_map`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ..blocks import RowBlocks, available_memory, probe_workers
 from ..checks import all_finite
 from ..exceptions import DenseLandmarksError, NonFiniteError, format_bytes
-from .kernels import (
+from ._kernels import (
     DENSIFY_MAX_FEATURES,
     DENSIFY_SLAB_ROWS,
     KernelSpec,
@@ -227,7 +227,7 @@ def nearest_centres(rows, prep) -> tuple[np.ndarray, np.ndarray]:
     """``(index of the nearest centre, its squared distance)`` for every row, slab by slab.
 
     Narrow sparse rows are densified a slab at a time and go through the GEMM,
-    as in :func:`~dsvm.approx.kernels.kernel_block` (scipy's sparse product is single-threaded).
+    as in :func:`~dsvm.approx._kernels.kernel_block` (scipy's sparse product is single-threaded).
     """
     n = rows.shape[0]
     assign = np.zeros(n, dtype=np.int64)

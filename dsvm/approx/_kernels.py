@@ -36,7 +36,7 @@ from ..blocks import RowBlocks
 from ..checks import all_finite, check_positive
 from ..exceptions import MixedScalesWarning, NonFiniteError
 from ..options import GAMMA_STRINGS, KERNELS
-from .scaling import column_stats, constant_columns, merge_column_stats
+from ._scaling import column_stats, constant_columns, merge_column_stats
 
 __all__ = ["KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "resolve_gamma", "gamma_for",
            "MIXED_SCALE_SPREAD", "COLUMN_STATS_MAX_FEATURES", "mixed_scales",
@@ -151,7 +151,7 @@ def _total_variance(stats: dict) -> float:
 def mixed_scales(stats: dict) -> str | None:
     """What is mixed about the columns' scales (for a warning), or None when they are comparable.
 
-    ``stats`` are per-column statistics (:func:`~dsvm.approx.scaling.column_stats`).  Mixed: among the
+    ``stats`` are per-column statistics (:func:`~dsvm.approx._scaling.column_stats`).  Mixed: among the
     non-constant columns, both the standard deviations and the ranges span more than
     :data:`MIXED_SCALE_SPREAD`.
     """

@@ -27,8 +27,8 @@ import warnings
 
 import numpy as np
 
-from .finite import check_result
-from .result import SolverResult
+from ._finite import check_result
+from ._result import SolverResult
 
 
 def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 1000,

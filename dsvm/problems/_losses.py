@@ -15,7 +15,7 @@ with ρ_i > 0 form the active set A; the generalized Hessian of the loss is
 
 Every function below sees one block of feature rows ``F`` (float32 or
 float64) and returns *sums over rows*, so the results of all blocks are
-simply added (see :func:`dsvm.blocks.tree_sum`).  Vectors ``x`` are float64
+simply added (see :func:`dsvm.blocks._interface.tree_sum`).  Vectors ``x`` are float64
 with the bias last.  Products ``Fᵀ v`` are taken over slabs of
 :data:`SLAB_ROWS` rows whose float32 partial sums are accumulated in float64,
 so that the gradient keeps about float64-slab accuracy without ever copying
@@ -24,7 +24,7 @@ so that the gradient keeps about float64-slab accuracy without ever copying
 The block functions compute under ``np.errstate(over="ignore", invalid="ignore")``:
 at a point far out (a huge ``C``, a diverging step) a sum may overflow, and the
 infinity or NaN it leaves in the result is what the solvers' non-finite checks
-(:mod:`dsvm.solvers.finite`) name, with the iteration; numpy's RuntimeWarning
+(:mod:`dsvm.solvers._finite`) name, with the iteration; numpy's RuntimeWarning
 would only repeat it, from a worker process, in Python's two-line form.
 """
 
@@ -35,7 +35,7 @@ import functools
 import numpy as np
 
 from ..blocks import thread_buffer
-from .margin_cache import MarginCache
+from ._margin_cache import MarginCache
 
 SLAB_ROWS = 8192
 

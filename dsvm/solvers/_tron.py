@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from .finite import check_matrix, check_point
-from .result import SolverResult
+from ._finite import check_matrix, check_point
+from ._result import SolverResult
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def trust_region_newton(  # noqa: C901
     label: str = "",
     callback=None,
 ) -> SolverResult:
-    """Minimise ``½‖w‖² + L(w, b)`` by TRON on an operator (see :mod:`dsvm.solvers.newton`)."""
+    """Minimise ``½‖w‖² + L(w, b)`` by TRON on an operator (see :mod:`dsvm.solvers._newton`)."""
     start = time.perf_counter()
     passes0 = op.n_passes
     reg = np.ones(dim)

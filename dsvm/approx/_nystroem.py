@@ -19,11 +19,11 @@ Following scikit-learn's ``Nystroem`` the stored attribute is
 Pure numpy: the block function :meth:`FeatureMap.transform_block` is what the
 Dask layer maps over row blocks.  It runs slab by slab (:func:`slab_rows`
 rows at a time): the kernel slab, computed by one GEMM and two in-place
-element-wise passes (:func:`~dsvm.approx.kernels.kernel_slab`), stays in the
+element-wise passes (:func:`~dsvm.approx._kernels.kernel_slab`), stays in the
 CPU cache until the projection GEMM (or TRMM) reads it and writes the slab's
 features; the ``n x k`` kernel block is never held.  Everything is in the
 features' dtype (float32 by default).  Rows of sparse blocks with at most
-:data:`~dsvm.approx.kernels.DENSIFY_MAX_FEATURES` columns are densified slab
+:data:`~dsvm.approx._kernels.DENSIFY_MAX_FEATURES` columns are densified slab
 by slab; wider sparse blocks keep the CSR kernel and one projection.
 """
 
@@ -41,8 +41,8 @@ import scipy.sparse as sp
 from ..blas import blas_for_order
 from ..checks import all_finite, first_non_finite_row
 from ..exceptions import NonFiniteError
-from . import kernels
-from .kernels import (
+from . import _kernels as kernels
+from ._kernels import (
     KernelSpec,
     PreparedLandmarks,
     kernel_block,
