@@ -30,11 +30,13 @@ exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "**
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
-# API reference: one page per public name, members listed by numpydoc from the docstrings
+# API reference: one page per public name; a class's page documents its own members and those of
+# dsvm's base classes (the template in _templates/autosummary/class.rst), not scikit-learn's mixins
 autosummary_generate = True
-autodoc_default_options = {"members": False, "inherited-members": False}
 autodoc_typehints = "none"
-numpydoc_show_class_members = True
+autodoc_member_order = "groupwise"
+toc_object_entries_show_parents = "hide"  # the page's table of contents: "fit()", not "NystroemSVC.fit()"
+numpydoc_show_class_members = False
 numpydoc_show_inherited_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -62,6 +64,10 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
 }
 html_show_sourcelink = False
+html_static_path = ["_static"]
+html_css_files = ["dsvm.css"]
+# pages without sub-pages have no section navigation: no left sidebar there
+html_sidebars = {page: [] for page in ("index", "getting_started", "performance", "paper", "architecture")}
 
 
 # cluster/README.md is included in user_guide/clusters.md: its links to the spec files beside it
@@ -89,6 +95,14 @@ def _escape_type_underscores(app, what, name, obj, options, lines):
             lines[i] = m["head"] + _TRAILING_UNDERSCORE.sub(r"\g<word>\\_", m["type"])
 
 
+def _skip_metadata_requests(app, what, name, obj, skip, options):
+    """scikit-learn's generated ``set_*_request`` methods: documented by scikit-learn, not here."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
 def setup(app):
+    app.connect("autodoc-skip-member", _skip_metadata_requests)
     app.connect("include-read", _cluster_links)
     app.connect("autodoc-process-docstring", _escape_type_underscores, priority=400)
