@@ -30,3 +30,14 @@ def test_every_user_guide_page_is_in_its_toctree():
     index = (DOCS / "user_guide" / "index.rst").read_text(encoding="utf-8")
     pages = {p.stem for p in (DOCS / "user_guide").glob("*.md")}
     assert pages and all(re.search(rf"^   {page}$", index, flags=re.M) for page in pages), pages
+
+
+def test_every_package_file_the_pages_name_exists():
+    """A ``dsvm/<path>.py`` the README or a docs page names is a file of the package (modules get renamed)."""
+    repo = DOCS.parent
+    pages = [repo / "README.md", *DOCS.glob("*.md"), *DOCS.glob("user_guide/*.md")]
+    named = {(page.name, path) for page in pages
+             for path in re.findall(r"dsvm/[\w/]+\.py", page.read_text(encoding="utf-8"))}
+    assert named, "the pages name some of the package's files"
+    missing = sorted(f"{page}: {path}" for page, path in named if not (repo / path).is_file())
+    assert not missing, missing
