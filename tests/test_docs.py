@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import dsvm
@@ -41,3 +43,16 @@ def test_every_package_file_the_pages_name_exists():
     assert named, "the pages name some of the package's files"
     missing = sorted(f"{page}: {path}" for page, path in named if not (repo / path).is_file())
     assert not missing, missing
+
+
+def test_the_python_blocks_of_the_getting_started_and_kernels_pages_run(tmp_path):
+    """The pages' self-contained Python blocks run as shown (each defines its own data)."""
+    blocks = []
+    for page in ("getting_started.md", "user_guide/landmarks.md"):
+        text = (DOCS / page).read_text(encoding="utf-8")
+        blocks += [(page, code) for code in re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)]
+    assert len(blocks) >= 2
+    for page, code in blocks:
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (page, done.stderr[-2000:])
+    assert (tmp_path / "moons.npz").is_file(), "the getting-started fit saves its model"
