@@ -45,6 +45,7 @@ sphinx_gallery_conf = {
     "examples_dirs": "examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",  # plot_1_..., plot_2_...: a first fit first
     "download_all_examples": False,
     "remove_config_comments": True,
     "image_scrapers": ("matplotlib",),
