@@ -21,15 +21,16 @@ train = dsvm.make_classification_zarr(workdir / "train.zarr", n_samples=40_000, 
                                       chunk_rows=5_000, random_state=0)
 test = dsvm.make_classification_zarr(workdir / "test.zarr", n_samples=10_000, n_features=10,
                                      chunk_rows=5_000, random_state=1)
-print(train)
-print("X:", train.X)
+print(f"{train.n_samples} rows x {train.n_features} features, classes {train.classes}")
+print("X is a Dask array of chunks", train.X.chunksize)
 
 # %%
 # Fit on the cluster.  ``predict`` on a dataset returns a lazy Dask array; ``score`` computes it.
 
-with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
-        Client(cluster):
-    clf = dsvm.NystroemSVC(n_components=300, C=10.0, random_state=0).fit(train)
+cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None)
+with cluster, Client(cluster):
+    clf = dsvm.NystroemSVC(n_components=300, C=10.0, random_state=0)
+    clf.fit(train)
     print(f"test accuracy {clf.score(test):.3f}")
     print("Newton iterations:", clf.n_iter_)
 
@@ -38,7 +39,7 @@ with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_
 # map, the solve) and where the feature blocks were kept.
 
 stats = clf.solver_stats_
-stages = {key.removesuffix("_seconds"): stats[key] for key in ("landmark_seconds", "feature_seconds", "solve_seconds")}
+stages = {stage: stats[f"{stage}_seconds"] for stage in ("landmark", "feature", "solve")}
 print(stages, "feature store:", stats["feature_store"])
 fig, ax = plt.subplots(figsize=(5, 3))
 ax.barh(list(stages), list(stages.values()))

@@ -24,7 +24,8 @@ ks = [10, 25, 50, 100, 200, 400, 800, 1600]
 accuracy, seconds = [], []
 for k in ks:
     start = time.perf_counter()
-    clf = dsvm.NystroemSVC(gamma="scale", C=10.0, n_components=k, random_state=0).fit(X_train, y_train)
+    clf = dsvm.NystroemSVC(C=10.0, n_components=k, random_state=0)
+    clf.fit(X_train, y_train)
     seconds.append(time.perf_counter() - start)
     accuracy.append(clf.score(X_test, y_test))
     print(f"k={k:4d}: test accuracy {accuracy[-1]:.4f}, fit {seconds[-1]:.2f} s")
@@ -46,7 +47,8 @@ plt.show()
 # Cross-validation picks k among the values given, reusing one kernel matrix for every smaller k
 # (the landmarks are nested: those for a smaller k are the first of those for a larger one).
 
-search = dsvm.NystroemSVCCV(param_grid={"C": [1.0, 10.0], "gamma": [0.05], "n_components": [50, 200, 400]},
-                            cv=3, random_state=0).fit(X_train, y_train)
+grid = {"C": [1.0, 10.0], "gamma": [0.05], "n_components": [50, 200, 400]}
+search = dsvm.NystroemSVCCV(param_grid=grid, cv=3, random_state=0)
+search.fit(X_train, y_train)
 print("best parameters:", search.best_params_)
 print(f"test accuracy of the refitted model: {search.score(X_test, y_test):.4f}")
