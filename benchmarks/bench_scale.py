@@ -181,7 +181,7 @@ def print_scale(res: dict) -> None:
 #: workers too before the cluster's fit is timed, as in this process before the numpy fit is (about 1 s
 #: on a fresh worker, printed as "load")
 WORKER_MODULES = ("dask.array", "zarr", "scipy.linalg", "scipy.sparse", "dsvm.io", "dsvm.approx", "dsvm.problems",
-                  "dsvm.svm.block_tasks")
+                  "dsvm.svm._block_tasks")
 
 
 def _load_modules(names) -> None:

@@ -197,7 +197,7 @@ def semismooth_newton(  # noqa: C901
     on_state : callable, optional
         Called as ``on_state(state)`` after each iteration (before its log
         line) with everything needed to resume: a dict of numpy arrays and
-        numbers (the checkpoint of :mod:`dsvm.svm.checkpoint`).
+        numbers (the checkpoint of :mod:`dsvm.svm._checkpoint`).
     initial : pass result, optional
         ``op.evaluate(x0, x0, (), "full")`` (``"none"`` for CG) made
         elsewhere, e.g. while the features were computed: the solve's first

@@ -184,7 +184,7 @@ def test_save_model_replaces_only_a_model_file(tmp_path, model):
 
 def _checkpoint_file(path: Path) -> Path:
     from dsvm.io import meta_array
-    from dsvm.svm.checkpoint import FORMAT
+    from dsvm.svm._checkpoint import FORMAT
 
     np.savez(path, __meta__=meta_array({"format": FORMAT, "format_version": 1}))
     return path
@@ -193,7 +193,7 @@ def _checkpoint_file(path: Path) -> Path:
 # --------------------------------------------------------------------------- temporaries
 
 def _writers(clf, X):
-    from dsvm.svm.checkpoint import Checkpoint
+    from dsvm.svm._checkpoint import Checkpoint
 
     def checkpoint(path):
         ck = Checkpoint(path, {"n_components": 20}, np.zeros(3))

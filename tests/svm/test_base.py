@@ -1,4 +1,4 @@
-"""What every Nyström estimator shares (:mod:`dsvm.svm.base`): the checks of its input."""
+"""What every Nyström estimator shares (:mod:`dsvm.svm._base`): the checks of its input."""
 
 from __future__ import annotations
 

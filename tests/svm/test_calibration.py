@@ -14,7 +14,8 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dsvm import NystroemSVC
-from dsvm.svm import MAX_PLATT_ROWS, fit_platt, platt_log_proba
+from dsvm.svm import platt_log_proba
+from dsvm.svm._calibration import MAX_PLATT_ROWS, fit_platt
 
 
 def _platt_reference(f, pos):
@@ -147,10 +148,10 @@ def test_zero_weight_rows_are_not_used_for_the_sigmoid(circles):
 
 
 def test_large_data_subsamples_the_sigmoid_fit(circles, monkeypatch):
-    import dsvm.svm.calibration
+    import dsvm.svm._calibration
 
     X, y = circles
-    monkeypatch.setattr(dsvm.svm.calibration, "MAX_PLATT_ROWS", 200)
+    monkeypatch.setattr(dsvm.svm._calibration, "MAX_PLATT_ROWS", 200)
     clf = NystroemSVC(**_params()).fit(X, y)
     n_rows = clf.solver_stats_["calibration"][0]["n_rows"]
     assert 120 < n_rows < 280 and MAX_PLATT_ROWS > 10_000

@@ -28,7 +28,7 @@ def dataset(tmp_path_factory):
 FINGERPRINT_OF_STRING_LABELS = """
 import numpy as np
 from dsvm.blocks import as_row_blocks, aligned_vector
-from dsvm.svm import data_fingerprint
+from dsvm.svm._checkpoint import data_fingerprint
 X = as_row_blocks(np.ones((4, 2)), 2, min_blocks=1)
 y = aligned_vector(np.array(["spam", "ham", "spam", "ham"], dtype=object), X)
 print(repr(data_fingerprint(X, y).tolist()))

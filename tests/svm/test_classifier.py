@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.svm import LinearSVC
 
 from dsvm import NystroemSVC
-from dsvm.svm import prepare_fit_input
+from dsvm.svm._base import prepare_fit_input
 
 
 def _fit(X, y, **kw):
@@ -273,7 +273,7 @@ def test_bad_parameters(circles, param, value, match):
 
 
 def _warm_fit(X, y, caplog, **options):
-    with caplog.at_level("INFO", logger="dsvm.svm.warm_start"):
+    with caplog.at_level("INFO", logger="dsvm.svm._warm_start"):
         clf = _fit(X, y, dtype="float64", tol=1e-9, solver_options=options or None)
     used = any("warm start: Newton on a subsample" in r.getMessage() for r in caplog.records)
     caplog.clear()
@@ -294,7 +294,7 @@ def test_subsample_warm_start_reaches_the_same_optimum(caplog):
 
 
 def test_dask_input_opens_from_the_subsample_as_in_memory_input_does(caplog):
-    """Dask input takes the subsample's rows out and solves them in this process (dsvm.svm.opening) where in-memory
+    """Dask input takes the subsample's rows out and solves them in this process (dsvm.svm._opening) where in-memory
     input would warm-start: by default when there are at least four times its rows."""
     X, y = make_circles_problem(n=3000, seed=3)
     Xd = da.from_array(X, chunks=1000)

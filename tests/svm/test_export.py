@@ -191,7 +191,7 @@ def test_onnx_refuses_a_kernel_it_cannot_write():
     from skl2onnx.common.data_types import FloatTensorType
     from sklearn.kernel_approximation import Nystroem
 
-    from dsvm.svm.onnx_export import to_onnx
+    from dsvm.svm._onnx_export import to_onnx
 
     X, y = _problem(100)
     to_onnx(NystroemSVC(n_components=10, random_state=0).fit(X, y))  # registers the converter

@@ -15,7 +15,8 @@ from sklearn.metrics import (
 )
 
 from dsvm import NystroemSVC, evaluate
-from dsvm.svm import SCORINGS, class_scores, score_from_confusion
+from dsvm.svm import SCORINGS, score_from_confusion
+from dsvm.svm._metrics import class_scores
 
 
 @pytest.fixture(scope="module")

@@ -256,7 +256,7 @@ def test_members_the_format_does_not_name_are_never_read(tmp_path, fitted):
 
 def test_crafted_checkpoint_member_is_refused_without_allocating(tmp_path, fitted):
     from dsvm import CheckpointMismatchError
-    from dsvm.svm import Checkpoint
+    from dsvm.svm._checkpoint import Checkpoint
 
     model = fitted[0]
     ck = Checkpoint(tmp_path / "ck.npz", {"n_components": 40}, np.zeros(3))
@@ -374,7 +374,7 @@ def test_the_checkpoint_path_is_not_part_of_the_model(tmp_path, caplog):
 
     victim = tmp_path / "victim.npz"
     crafted = _rewrite(path, tmp_path / "crafted.npz", meta=lambda m: m["params"].update(checkpoint=str(victim)))
-    with caplog.at_level("WARNING", logger="dsvm.svm.model_files"):
+    with caplog.at_level("WARNING", logger="dsvm.svm._model_files"):
         loaded = load_model(crafted)
     assert loaded.checkpoint is None and "names a checkpoint path" in caplog.text
     loaded.fit(X, y)

@@ -9,7 +9,7 @@ import pytest
 from helpers import make_circles_problem
 
 from dsvm import NystroemSVC, NystroemSVR
-from dsvm.svm.opening import opening_size
+from dsvm.svm._opening import opening_size
 
 N, CHUNK = 6000, 1100
 PARAMS = dict(C=3.0, gamma=0.4, n_components=60, random_state=0, tol=1e-7, dtype="float64",

@@ -42,4 +42,4 @@ def test_a_worker_that_fits_predicts_and_evaluates_never_imports_scikit_learn(tm
         dsvm_on_worker = client.run(lambda: sorted(m for m in sys.modules if m.startswith("dsvm.svm.")))
     assert list(loaded.values()) == [[]], f"the worker imported {loaded}"
     # the fit did run its block functions there
-    assert any("dsvm.svm.block_tasks" in mods for mods in dsvm_on_worker.values())
+    assert any("dsvm.svm._block_tasks" in mods for mods in dsvm_on_worker.values())

@@ -55,9 +55,9 @@ from ..io import (
     write_npz,
 )
 from ..version import __version__
-from .base import check_params
-from .classifier import NystroemSVC
-from .regressor import NystroemSVR
+from ._base import check_params
+from ._classifier import NystroemSVC
+from ._regressor import NystroemSVR
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ scikit-learn's ``Nystroem`` transformer (with the same kernel, ``gamma``,
 computes once their fitted attributes are set.  :func:`to_sklearn` builds
 that pipeline, fitted, from plain copies of the model's arrays: it predicts
 without dsvm, pickles with scikit-learn alone, and its scaler and
-``Nystroem`` are what the ONNX export (:mod:`dsvm.svm.onnx_export`) hands to
+``Nystroem`` are what the ONNX export (:mod:`dsvm.svm._onnx_export`) hands to
 skl2onnx.
 
 dsvm computes the features in the model's ``dtype`` (float32 by default)

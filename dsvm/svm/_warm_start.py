@@ -11,7 +11,7 @@ their index (independent of chunking), with costs scaled by ``n / m`` so that
 the subsample's loss estimates the full one.  In memory the subsample's
 features are copied out (:func:`subsample_problem`), so its passes read ``m``
 rows, not ``n``.  On Dask input the fit takes the same rows out and solves
-them in this process before the feature stage (:mod:`dsvm.svm.opening`).
+them in this process before the feature stage (:mod:`dsvm.svm._opening`).
 """
 
 from __future__ import annotations

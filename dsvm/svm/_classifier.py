@@ -18,11 +18,11 @@ from ..exceptions import OneClassFitWarning
 from ..problems import SquaredHingeOperator, labels_from_decision
 from ..progress import stage
 from ..signals import sigterm_cleanup
-from .base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, unpack_dataset
-from .block_tasks import correct_from_decision
-from .calibration import PlattCalibration, proba_block
-from .fitting import fit_problems
-from .labels import check_sample_weight_blocks, class_weights, prepare_classification
+from ._base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, unpack_dataset
+from ._block_tasks import correct_from_decision
+from ._calibration import PlattCalibration, proba_block
+from ._fitting import fit_problems
+from ._labels import check_sample_weight_blocks, class_weights, prepare_classification
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     probability : bool, default=False
         Also fit Platt sigmoids on held-out decision values (an internal
         5-fold cross-validation on the fit's feature matrix, see
-        :mod:`dsvm.svm.calibration`) and enable :meth:`predict_proba` /
+        :mod:`dsvm.svm._calibration`) and enable :meth:`predict_proba` /
         :meth:`predict_log_proba`.  Makes ``fit`` slower (five more solves
         per binary problem, warm-started).  Multiclass: one-vs-rest sigmoids,
         normalised to sum to one.
@@ -109,8 +109,8 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     feature_store : {"auto", "memory", "disk", "recompute"}, default="auto"
         Where the feature blocks live during the fit (Dask input): in the
         cluster's memory, on the scratch disk as raw files read with
-        ``O_DIRECT`` every pass (``dsvm.scratch-directory``; ``"zarr"`` is
-        the earlier name of ``"disk"``), or recomputed from ``X`` every pass.
+        ``O_DIRECT`` every pass (``dsvm.scratch-directory``), or recomputed
+        from ``X`` every pass.
         ``"auto"`` keeps them in memory when they take at most
         ``dsvm.memory-fraction`` of it and otherwise picks the cheaper of the
         other two (:func:`dsvm.problems.plan_feature_store`).
@@ -124,7 +124,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
         ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the
         Newton solve from a subsample's solution, see README; on Dask input the
-        subsample is solved in this process, :mod:`dsvm.svm.opening`), ``warm_rows``;
+        subsample is solved in this process, :mod:`dsvm.svm._opening`), ``warm_rows``;
         tron ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default
         1, as LIBLINEAR); pegasos ``epochs`` (the budget; default ``C ·
         batch_size`` epochs, i.e. ``1/λ`` steps, within [20, 1000]),
@@ -136,7 +136,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     checkpoint : str, path or None, default=None
         With ``solver="newton"``: write the fit's state to this file after every
         Newton iteration and resume from it when fitting again (see
-        :mod:`dsvm.svm.checkpoint`); removed once the fit completes.
+        :mod:`dsvm.svm._checkpoint`); removed once the fit completes.
     random_state : int, RandomState or None, default=None
     scale : {None, "standard", "minmax", "maxabs"}, default=None
         Scale every feature before the kernel, as scikit-learn's
@@ -342,7 +342,7 @@ def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=Non
         return SquaredHingeOperator(F, aligned[0], positives[j], class_cost, aligned[1], est.fit_intercept)
 
     def calibrate(F, aligned, j, hessian, prefix):
-        # Platt's held-out folds run on this fit's feature blocks (see dsvm.svm.calibration).
+        # Platt's held-out folds run on this fit's feature blocks (see dsvm.svm._calibration).
         if not calib:
             calib.append(PlattCalibration(est, len(positives), seed=resolve_seed(est.random_state)))
         t0 = time.perf_counter()

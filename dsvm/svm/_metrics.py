@@ -10,8 +10,8 @@ import numpy as np
 
 from ..blocks import aligned_vector
 from ..checks import check_n_rows
-from .base import model_decision_blocks, prediction_input, unpack_dataset
-from .block_tasks import confusion_from_decision, regression_sums
+from ._base import model_decision_blocks, prediction_input, unpack_dataset
+from ._block_tasks import confusion_from_decision, regression_sums
 
 __all__ = ["evaluate", "class_scores", "score_from_confusion", "SCORINGS", "regression_sums", "regression_scores"]
 

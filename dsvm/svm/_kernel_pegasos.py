@@ -122,7 +122,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
 
     Minimises ``λ/2 ‖w‖² + 1/n Σ_i max(0, 1 − y_i f(x_i))`` in the kernel's
     feature space by ``max_iter`` stochastic subgradient steps (Fig. 3 of the
-    Pegasos paper; see :mod:`dsvm.svm.kernel_pegasos` for the vectorised update and the
+    Pegasos paper; see :mod:`dsvm.svm._kernel_pegasos` for the vectorised update and the
     bias).  Each step touches one kernel row at most, so this is a simple,
     exact-kernel baseline for small and medium ``n``; it keeps all support
     vectors, and the kernel matrix is cached when it fits in ``cache_size``.
@@ -152,7 +152,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
         ``1/(λ T batch_size)``).
     fit_intercept : bool, default=True
         Fit a bias by augmenting the kernel with ``intercept_scaling²`` (a
-        regularised bias, see :mod:`dsvm.svm.kernel_pegasos`).
+        regularised bias, see :mod:`dsvm.svm._kernel_pegasos`).
     intercept_scaling : float, default=1.0
         Value ``c`` of the constant feature; the bias is penalised by
         ``λ/2 · b²/c²``.

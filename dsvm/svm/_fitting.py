@@ -34,9 +34,9 @@ from ..checks import resolve_seed
 from ..problems import FeatureStore, active_row_sample, plan_feature_store
 from ..progress import stage
 from ..solvers import REGISTRY, SolverResult, pegasos_progress, resolve_hessian, solve
-from .checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
-from .opening import Opening, opening_size, subsample_opening
-from .warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
+from ._checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
+from ._opening import Opening, opening_size, subsample_opening
+from ._warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def solve_with(est, op, dim: int, hessian: str, *, x0: np.ndarray | None = None,
     one, so the first full Gram matrix covers the active rows only instead of
     every row (all rows are active at ``x = 0``).  ``initial`` and ``g_ref``
     are the Newton solve's opening pass at ``x0`` and ``‖∇Φ(0)‖`` when they
-    were made with the features (:mod:`dsvm.svm.opening`).
+    were made with the features (:mod:`dsvm.svm._opening`).
     """
     spec = REGISTRY[est.solver]
     options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
@@ -267,7 +267,7 @@ def fit_problems(  # noqa: C901
 
 
 def _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind) -> Opening | None:
-    """The subsample opening of a Newton fit on Dask input (:mod:`dsvm.svm.opening`), or None where there is
+    """The subsample opening of a Newton fit on Dask input (:mod:`dsvm.svm._opening`), or None where there is
     none; ``kind``: where the features will be kept (:func:`~dsvm.problems.plan_feature_store`)."""
     f_bytes = float(X_rb.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
     read_seconds = f_bytes / float(config.get("disk-bandwidth")) if kind == "disk" else 0.0

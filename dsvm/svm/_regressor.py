@@ -12,7 +12,7 @@ from ..checks import check_n_rows, check_positive
 from ..problems import SquaredEpsilonOperator
 from ..progress import stage
 from ..signals import sigterm_cleanup
-from .base import (
+from ._base import (
     NystroemBase,
     check_cost_scale,
     check_dataset_input,
@@ -21,10 +21,10 @@ from .base import (
     prepare_fit_input,
     unpack_dataset,
 )
-from .block_tasks import as_float_block, finite_targets_block
-from .fitting import fit_problems
-from .labels import check_sample_weight_blocks
-from .metrics import regression_scores, regression_sums
+from ._block_tasks import as_float_block, finite_targets_block
+from ._fitting import fit_problems
+from ._labels import check_sample_weight_blocks
+from ._metrics import regression_scores, regression_sums
 
 __all__ = ["NystroemSVR"]
 

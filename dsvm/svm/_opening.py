@@ -2,7 +2,7 @@
 
 From zero every row is active, and a Newton solve's first Gram matrix covers
 all ``n`` rows (about ``2·10¹³`` flops at 10M rows and k = 1000).  In memory the
-fit opens from a row subsample's solution (:mod:`dsvm.svm.warm_start`); on
+fit opens from a row subsample's solution (:mod:`dsvm.svm._warm_start`); on
 Dask input it does the same without a pass over the features:
 
 1. the subsample's rows (the warm start's rows: drawn by a hash of the row
@@ -38,8 +38,8 @@ from .. import config
 from ..blocks import BlockReduction, RowBlocks, aligned_vector, as_row_blocks
 from ..problems import FeatureStore, PassResult, opening_evaluations, opening_results
 from ..solvers import SUBSAMPLE_TOL, solve
-from .base import block_rows_for
-from .warm_start import WARM_START_OPTIONS, subsample_indices, subsample_size
+from ._base import block_rows_for
+from ._warm_start import WARM_START_OPTIONS, subsample_indices, subsample_size
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ Fitting runs the pipeline of the package in one direction::
     input (numpy / scipy.sparse / dask) → RowBlocks → landmarks → Nyström map
         → feature blocks F (FeatureStore) → operator (one problem each) → solver
 
-(:mod:`dsvm.svm.fitting`) and leaves only plain numpy arrays on the estimator,
+(:mod:`dsvm.svm._fitting`) and leaves only plain numpy arrays on the estimator,
 so a fitted model pickles, saves and predicts without a cluster.
 """
 
@@ -42,9 +42,9 @@ from ..io import check_numeric_columns
 from ..options import FEATURE_STORES, HESSIANS, LANDMARK_METHODS, SOLVERS
 from ..problems import decision_blocks
 from ..solvers import REGISTRY
-from .export import to_sklearn
-from .onnx_export import to_onnx
-from .warm_start import WARM_START_OPTIONS
+from ._export import to_sklearn
+from ._onnx_export import to_onnx
+from ._warm_start import WARM_START_OPTIONS
 
 __all__ = ["NystroemBase", "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names",
            "FitInput", "prepare_fit_input", "prediction_input",
@@ -409,7 +409,7 @@ class NystroemBase(BaseEstimator):
     """Shared machinery of :class:`~dsvm.NystroemSVC` and :class:`~dsvm.NystroemSVR`.
 
     Subclasses define ``__init__`` (their parameters), ``fit`` (on
-    :func:`prepare_fit_input` and :func:`dsvm.svm.fitting.fit_problems`) and
+    :func:`prepare_fit_input` and :func:`dsvm.svm._fitting.fit_problems`) and
     the prediction methods.
     """
 
@@ -422,12 +422,12 @@ class NystroemBase(BaseEstimator):
 
     def to_sklearn(self):
         """The equivalent fitted scikit-learn ``Pipeline`` (``[scaler →] Nystroem → LinearSVC | LinearSVR``);
-        see :func:`dsvm.svm.export.to_sklearn`."""
+        see :func:`dsvm.svm._export.to_sklearn`."""
         return to_sklearn(self)
 
     def to_onnx(self, dtype="float32", target_opset: int | None = None):
         """The model as an ONNX graph (an ``onnx.ModelProto``), through skl2onnx; see
-        :func:`dsvm.svm.onnx_export.to_onnx` (``pip install 'dsvm[onnx]'``)."""
+        :func:`dsvm.svm._onnx_export.to_onnx` (``pip install 'dsvm[onnx]'``)."""
         return to_onnx(self, dtype=dtype, target_opset=target_opset)
 
     def __sklearn_tags__(self):

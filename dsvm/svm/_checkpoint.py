@@ -43,7 +43,7 @@ from ..blocks import row_index_blocks
 from ..exceptions import CheckpointMismatchError, ModelFileError
 from ..io import MemberRules, meta_array, npz_problem, read_npz, write_npz
 from ..solvers import REGISTRY
-from .block_tasks import fingerprint_block
+from ._block_tasks import fingerprint_block
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ..blocks import RowBlocks, aligned_vector, is_dask_array, row_index_blocks
 from ..io import label_texts
-from .base import check_params, prepare_fit_input
-from .block_tasks import (
+from ._base import check_params, prepare_fit_input
+from ._block_tasks import (
     class_counts_block,
     encode_block,
     encode_codes,

@@ -1,6 +1,6 @@
 """ONNX export of a fitted model, through skl2onnx (``pip install 'dsvm[onnx]'``).
 
-The model is first the scikit-learn pipeline it is (:func:`dsvm.svm.export.to_sklearn`);
+The model is first the scikit-learn pipeline it is (:func:`dsvm.svm._export.to_sklearn`);
 skl2onnx converts its scaler and its ``Nystroem`` map.  skl2onnx has no
 converter for ``Nystroem``: this module registers one (only where none is
 registered) that computes the four kernels of dsvm exactly as their
@@ -38,7 +38,7 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.pipeline import Pipeline
 
 from ..io import regular_file_problem, write_file
-from .export import to_sklearn
+from ._export import to_sklearn
 
 __all__ = ["to_onnx", "export_onnx", "onnx_file_problem", "ONNX_MARKER", "ONNX_DTYPES"]
 

@@ -49,7 +49,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..blocks import RowBlocks
 from ..problems import SquaredHingeOperator
-from .block_tasks import (
+from ._block_tasks import (
     concat_pairs,
     fold_block,
     fold_weight_block,
@@ -57,7 +57,7 @@ from .block_tasks import (
     platt_log_proba,
     proba_block,
 )
-from .fitting import solve_with
+from ._fitting import solve_with
 
 logger = logging.getLogger(__name__)
 
