@@ -11,8 +11,7 @@ GAMMA_STRINGS = ("scale", "auto")
 LANDMARK_METHODS = ("uniform", "kmeans", "pivoted", "active")
 SOLVERS = ("newton", "tron", "dcd", "pegasos")
 HESSIANS = ("auto", "gram", "cg")
-# "zarr" is the earlier name of "disk" (the scratch store is raw files now); both are accepted
-FEATURE_STORES = ("auto", "memory", "disk", "zarr", "recompute")
+FEATURE_STORES = ("auto", "memory", "disk", "recompute")
 DTYPES = ("float32", "float64")
 # per-feature scaling of the input (scikit-learn's StandardScaler, MinMaxScaler, MaxAbsScaler); None: none
 SCALINGS = ("standard", "minmax", "maxabs")

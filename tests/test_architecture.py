@@ -33,7 +33,6 @@ ALLOWED = {
                                 "dsvm.svm", "dsvm.model_selection", "dsvm.reference"},
     "dsvm.app": None,  # anything
     "dsvm": None,      # the package's lazy re-export table
-    "dsvm.cli": {"dsvm.app"}, "dsvm.cluster": {"dsvm.app"},  # compatibility entry points
     "dsvm.__main__": {"dsvm.app"},  # python -m dsvm
 }
 DASK = ("dask", "distributed", "dask_ml", "dask_jobqueue", "dask_kubernetes", "dask_gateway", "zarr")
@@ -178,7 +177,7 @@ def test_other_layers_are_reached_through_their_package():
     bad = []
     for i in INTERNAL:
         a, b = unit_of(i.module), unit_of(i.target)
-        if a in ("dsvm", "dsvm.cli", "dsvm.cluster", "dsvm.__main__") or b == "dsvm" or b in LEAF:
+        if a in ("dsvm", "dsvm.__main__") or b == "dsvm" or b in LEAF:
             continue
         if a != b and i.target != b:
             bad.append(f"{i.path}: {i.module} imports {i.target}; import from {b}")
@@ -231,7 +230,7 @@ def test_optional_dependencies_are_imported_inside_functions():
 def test_cli_module_imports_only_light_modules_at_top_level():
     """``dsvm --help`` must not pay for scikit-learn, Dask arrays or the model layers."""
     bad = [f"{i.path}: {i.target}" for i in IMPORTS
-           if i.module in ("dsvm.app.cli", "dsvm", "dsvm.app", "dsvm.cli", "dsvm.__main__") and not i.deferred
+           if i.module in ("dsvm.app.cli", "dsvm", "dsvm.app", "dsvm.__main__") and not i.deferred
            and i.target.split(".")[0] == "dsvm"
            and i.target not in LIGHT_CLI | {"dsvm.config", "dsvm.app", "dsvm.app.cli"}]
     assert bad == []

@@ -1,4 +1,5 @@
-"""Every public name of README and of dsvm's earlier flat layout still resolves; the command is cheap to start."""
+"""Every public name of README and of dsvm's earlier flat layout still resolves; the command is cheap to start;
+the compatibility shims of 0.1.0 (``dsvm.cli``, ``dsvm.cluster``) are gone."""
 
 import subprocess
 import sys
@@ -25,7 +26,7 @@ def test_public_names_resolve_and_are_listed(name):
 
 
 def test_names_readme_and_the_cluster_docs_use():
-    from dsvm.cluster import ALLOWED_MODULES, WORKER_MALLOC_ENV, cluster_class, connect, load_cluster_spec
+    from dsvm.app.cluster import ALLOWED_MODULES, WORKER_MALLOC_ENV, cluster_class, connect, load_cluster_spec
     from dsvm.reference import dual_qp, primal_qp, subgradient_descent
     from dsvm.solvers import choose_hessian
 
@@ -34,9 +35,18 @@ def test_names_readme_and_the_cluster_docs_use():
     assert callable(connect) and callable(load_cluster_spec) and callable(cluster_class)
     assert dsvm.experiments.PAPER_DATASETS["a9a"].n_features == 123
     assert dsvm.io.ingest is dsvm.ingest and dsvm.config.get("memory-fraction") > 0
-    # one error type per failure, whichever sub-package re-exports it
-    assert dsvm.svm.ModelFileError is dsvm.ModelFileError is dsvm.io.ModelFileError
-    assert dsvm.blocks.NoWorkersError is dsvm.NoWorkersError
+    # one error type per failure, from dsvm.exceptions (the layers do not re-export it)
+    assert dsvm.exceptions.ModelFileError is dsvm.ModelFileError and dsvm.exceptions.NoWorkersError is dsvm.NoWorkersError
+    assert not hasattr(dsvm.io, "ModelFileError") and not hasattr(dsvm.blocks, "NoWorkersError")
+
+
+@pytest.mark.parametrize("module", ["dsvm.cli", "dsvm.cluster"])
+def test_the_shims_are_gone(module):
+    """``python -m dsvm.cli`` is ``dsvm`` / ``python -m dsvm``; the cluster specs are ``dsvm.app.cluster``."""
+    import importlib
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)
 
 
 def test_unknown_name_is_an_attribute_error():
@@ -44,7 +54,7 @@ def test_unknown_name_is_an_attribute_error():
         dsvm.estimator  # noqa: B018  (the flat modules are gone)
 
 
-@pytest.mark.parametrize("module", ["dsvm", "dsvm.cli"])
+@pytest.mark.parametrize("module", ["dsvm", "dsvm.app.cli"])
 def test_the_command_runs_as_a_module(module):
     out = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, cwd=REPO,
                          timeout=120)

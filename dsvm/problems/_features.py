@@ -40,10 +40,6 @@ STORE_DTYPES = ("float32", "int16", "auto")
 DECODE_SECONDS = 1e-9
 
 
-# "zarr" names the disk store in earlier versions' parameters and scripts
-STORE_ALIASES = {"zarr": "disk"}
-
-
 def _feature_block(X_block, fmap, check_finite, offset=0, out=None):
     """Features of one block; its input checked finite when ``check_finite``, its features always (a kernel or a
     map that overflows the features' dtype is named with the row, never stored)."""
@@ -75,7 +71,7 @@ def plan_feature_store(
     if not X.is_distributed:
         return "memory", "in-memory input"
     if requested != "auto":
-        return STORE_ALIASES.get(requested, requested), "requested"
+        return requested, "requested"
     n = X.n_rows
     p = X.n_cols
     f_bytes = float(n) * n_out * itemsize

@@ -87,7 +87,7 @@ def _worker_settings():
 def test_default_local_cluster_workers_get_the_malloc_and_numpy_settings(monkeypatch):
     """Workers dsvm starts reuse heap memory for temporaries and ask for no transparent huge pages (a page
     fault of such a page may stop to compact memory: seconds per fit, see WORKER_NUMPY_ENV)."""
-    from dsvm.cluster import WORKER_MALLOC_ENV, WORKER_NUMPY_ENV
+    from dsvm.app.cluster import WORKER_MALLOC_ENV, WORKER_NUMPY_ENV
 
     # values already in this process's environment win over the config (distributed's rule), and a
     # cluster started earlier in the session leaves its own there
@@ -101,7 +101,7 @@ def test_default_local_cluster_workers_get_the_malloc_and_numpy_settings(monkeyp
 
 @pytest.mark.parametrize("name", ["slurm", "pbs"])
 def test_batch_specs_give_workers_the_same_settings(name):
-    from dsvm.cluster import WORKER_MALLOC_ENV, WORKER_NUMPY_ENV
+    from dsvm.app.cluster import WORKER_MALLOC_ENV, WORKER_NUMPY_ENV
 
     prologue = load_cluster_spec(REPO / "cluster" / f"{name}.yaml")["kwargs"]["job_script_prologue"]
     assert sorted(prologue) == sorted(f"export {k}={v}" for k, v in {**WORKER_MALLOC_ENV, **WORKER_NUMPY_ENV}.items())

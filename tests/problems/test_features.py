@@ -20,7 +20,7 @@ def data():
     return da.from_array(X, chunks=(90, -1)), da.from_array(y, chunks=90), X, y
 
 
-@pytest.mark.parametrize("store,kind", [("disk", "disk"), ("zarr", "disk"), ("recompute", "recompute")])
+@pytest.mark.parametrize("store,kind", [("disk", "disk"), ("recompute", "recompute")])
 def test_same_model_whatever_the_store(tmp_path, data, store, kind):
     Xd, yd, X, y = data
     params = dict(C=3.0, gamma=0.4, n_components=60, random_state=0, dtype="float64", tol=1e-8)
@@ -30,6 +30,13 @@ def test_same_model_whatever_the_store(tmp_path, data, store, kind):
     assert other.solver_stats_["feature_store"] == kind
     np.testing.assert_allclose(other.coef_, ref.coef_, rtol=1e-6, atol=1e-9)
     assert os.listdir(tmp_path) == []  # the scratch store is gone
+
+
+def test_the_earlier_store_name_zarr_is_refused_naming_the_choices(data):
+    """feature_store="zarr" (the disk store's name before it held raw files) is gone: a one-line error."""
+    Xd, yd, _, _ = data
+    with pytest.raises(ValueError, match=r"^feature_store='zarr' is not supported; choose one of .*'disk'"):
+        NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
 
 
 def test_scratch_removed_when_the_fit_fails(tmp_path, data):
@@ -125,7 +132,7 @@ def test_sigterm_during_a_fit_removes_the_scratch_store(tmp_path, data, monkeypa
     before = signal.getsignal(signal.SIGTERM)
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
         with pytest.raises(Terminated) as stopped:
-            NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+            NystroemSVC(n_components=30, feature_store="disk", random_state=0).fit(Xd, yd)
     assert stopped.value.code == 128 + signal.SIGTERM
     assert seen["owner"]["pid"] == os.getpid() and seen["owner"]["kind"] == "features"
     assert os.listdir(tmp_path) == []
@@ -208,7 +215,7 @@ def test_stale_stores_are_removed_by_the_next_run_and_by_dsvm_clean(tmp_path, da
     unmarked = scratch / "dsvm-features-4-d.zarr"
     unmarked.mkdir()
     with dask.config.set({"dsvm.scratch-directory": str(scratch)}):
-        NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+        NystroemSVC(n_components=30, feature_store="disk", random_state=0).fit(Xd, yd)
     assert sorted(p.name for p in scratch.iterdir()) == sorted(p.name for p in (other_host, alive, unmarked))
 
     # leftovers next to datasets and models: an ingest's staging folder; a file named as earlier versions
@@ -266,7 +273,7 @@ if __name__ == "__main__":  # not in the worker processes, which import this fil
     (tmp_path / "tmp").mkdir()
     proc = subprocess.Popen(
         [sys.executable, str(script), "-q", "train", str(data_file), "--model", str(tmp_path / "m.npz"),
-         "--feature-store", "zarr", "-k", "20", "--workers", "1", "--threads-per-worker", "1"],
+         "--feature-store", "disk", "-k", "20", "--workers", "1", "--threads-per-worker", "1"],
         env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 120
@@ -324,7 +331,7 @@ def test_kill_9_leftovers_are_removed_by_the_next_run_and_dsvm_clean(tmp_path, t
     assert train_tmp.name.startswith("dsvm-train-") and read_owner(train_tmp)["kind"] == "train"
     Xd, yd, _, _ = data
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path / "scratch")}):
-        NystroemSVC(n_components=30, feature_store="zarr", random_state=0).fit(Xd, yd)
+        NystroemSVC(n_components=30, feature_store="disk", random_state=0).fit(Xd, yd)
     assert not store.exists()
     capsys.readouterr()
     assert main(["-q", "clean", str(tmp_path / "tmp")]) == 0
