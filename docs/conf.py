@@ -24,6 +24,8 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
+# blocks without a language (formulas, folder layouts, output) are shown as they are
+highlight_language = "none"
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "**.zip", "examples/README.txt"]
 
 # MyST: the user guide is Markdown moved from the README; headings get anchors for links
