@@ -56,3 +56,4 @@ def test_the_python_blocks_of_the_getting_started_and_kernels_pages_run(tmp_path
         done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (page, done.stderr[-2000:])
     assert (tmp_path / "moons.npz").is_file(), "the getting-started fit saves its model"
+    assert (tmp_path / "moons.csv").read_text().count("\n") == 5000, "the command-line fit's data are written"
