@@ -63,7 +63,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``"pivoted"`` picks them by greedy pivoted Cholesky of the kernel
         matrix of a uniform pool of ``10 k`` rows (each the row the others
         approximate worst), and maps them by ``R⁻¹`` of ``K(L, L) = RᵀR``
-        (:mod:`dsvm.approx._nystroem`): fewer landmarks for the same accuracy
+        (see the user guide's landmarks page): fewer landmarks for the same accuracy
         where the data are dense and low-dimensional (ijcnn1), a cheaper
         Nyström map at any ``k``.
     solver : {"newton", "tron", "dcd", "pegasos"}, default="newton"
@@ -72,7 +72,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``"dcd"``: LIBLINEAR's dual coordinate descent (LA-DCD) on the feature
         matrix gathered in memory, bias regularised as ``½(b/s)²``;
         ``"pegasos"``: mini-batch Pegasos for the *hinge* (L1) loss, streaming
-        over blocks one at a time (:mod:`dsvm.solvers._minibatch_pegasos`):
+        over blocks one at a time:
         for when the hinge loss itself is wanted or ``k`` is too large for
         Newton's ``k x k`` systems.  It needs hundreds of passes where Newton needs
         10–20 and converges sublinearly, so at ``k`` up to a few thousand
@@ -93,8 +93,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Multiplies ``C`` for the rows of each class (scikit-learn semantics).
     probability : bool, default=False
         Also fit Platt sigmoids on held-out decision values (an internal
-        5-fold cross-validation on the fit's feature matrix, see
-        :mod:`dsvm.svm._calibration`) and enable :meth:`predict_proba` /
+        5-fold cross-validation on the fit's feature matrix) and enable :meth:`predict_proba` /
         :meth:`predict_log_proba`.  Makes ``fit`` slower (five more solves
         per binary problem, warm-started).  Multiclass: one-vs-rest sigmoids,
         normalised to sum to one.
@@ -105,7 +104,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``1e-6`` for float32 and ``1e-10`` for float64 features.
     kmeans_iter : int, default=1
         Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
-        seeds drawn on a sample of ``10 k`` rows (:mod:`dsvm.approx._landmarks`).
+        seeds drawn on a sample of ``10 k`` rows.
     feature_store : {"auto", "memory", "disk", "recompute"}, default="auto"
         Where the feature blocks live during the fit (Dask input): in the
         cluster's memory, on the scratch disk as raw files read with
@@ -123,8 +122,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     solver_options : dict or None, default=None
         Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
         ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the
-        Newton solve from a subsample's solution, see README; on Dask input the
-        subsample is solved in this process, :mod:`dsvm.svm._opening`), ``warm_rows``;
+        Newton solve from a subsample's solution, see the user guide's
+        estimators page; on Dask input the subsample is solved in this
+        process), ``warm_rows`` (rows of that subsample);
         tron ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default
         1, as LIBLINEAR); pegasos ``epochs`` (the budget; default ``C ·
         batch_size`` epochs, i.e. ``1/λ`` steps, within [20, 1000]),
@@ -135,8 +135,10 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         least 1000 for dcd).
     checkpoint : str, path or None, default=None
         With ``solver="newton"``: write the fit's state to this file after every
-        Newton iteration and resume from it when fitting again (see
-        :mod:`dsvm.svm._checkpoint`); removed once the fit completes.
+        Newton iteration and resume from it when fitting again (the file
+        records the data and parameters it belongs to, and a checkpoint of
+        another fit is refused with ``CheckpointMismatchError``); removed
+        once the fit completes.
     random_state : int, RandomState or None, default=None
     scale : {None, "standard", "minmax", "maxabs"}, default=None
         Scale every feature before the kernel, as scikit-learn's
@@ -146,7 +148,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         in the model (``scaling_``, saved in model files) and applied to
         every row at prediction.  Sparse input is not centred by
         ``"standard"`` (``with_mean=False``); ``"minmax"`` refuses sparse
-        input whose zeros it would move.  See :mod:`dsvm.approx._scaling`.
+        input whose zeros it would move.
 
     Attributes
     ----------
@@ -154,7 +156,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     coef_ : ndarray of shape (1 or n_classes, r)
         Weights in Nyström feature space.
     intercept_ : ndarray of shape (1 or n_classes,)
-    components_ : ndarray of shape (k, n_features_in_)
+    components_ : ndarray of shape (k, ``n_features_in_``)
         The landmarks.
     component_indices_ : ndarray of shape (k,) or None
         Rows of the training data used as landmarks (``None`` for k-means).
@@ -175,7 +177,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     scaling_ : dsvm.approx.Scaling or None
         The fitted scaling (``scale``): its ``stats`` carry scikit-learn's
         attribute names (``mean_``, ``var_``, ``scale_``, ...).
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Names of the features, when the training data had string column
         names (a pandas or Dask DataFrame, or a dataset from a CSV header,
         Parquet or a DataFrame).  Input with other names is refused.
@@ -184,6 +186,17 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         from 0; None when the training data was not a dataset ingested from a
         LIBSVM file.  A dataset read with the other base is refused at
         prediction (its features would be shifted by one column).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from dsvm import NystroemSVC
+    >>> X, y = make_moons(n_samples=200, noise=0.1, random_state=0)
+    >>> clf = NystroemSVC(n_components=50, random_state=0).fit(X, y)
+    >>> clf.predict(X[:3])
+    array([0, 1, 1])
+    >>> clf.score(X, y) > 0.95
+    True
     """
 
     def __init__(

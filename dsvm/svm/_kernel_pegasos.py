@@ -122,8 +122,8 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
 
     Minimises ``λ/2 ‖w‖² + 1/n Σ_i max(0, 1 − y_i f(x_i))`` in the kernel's
     feature space by ``max_iter`` stochastic subgradient steps (Fig. 3 of the
-    Pegasos paper; see :mod:`dsvm.svm._kernel_pegasos` for the vectorised update and the
-    bias).  Each step touches one kernel row at most, so this is a simple,
+    Pegasos paper: a count per example of the steps that drew it while it
+    violated the margin, and ``f(x) = 1/(λ T) Σ_j α_j y_j K(x_j, x)``).  Each step touches one kernel row at most, so this is a simple,
     exact-kernel baseline for small and medium ``n``; it keeps all support
     vectors, and the kernel matrix is cached when it fits in ``cache_size``.
 
@@ -152,7 +152,8 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
         ``1/(λ T batch_size)``).
     fit_intercept : bool, default=True
         Fit a bias by augmenting the kernel with ``intercept_scaling²`` (a
-        regularised bias, see :mod:`dsvm.svm._kernel_pegasos`).
+        regularised bias, so that Pegasos's ``1/(λ t)`` steps keep their
+        convergence guarantee).
     intercept_scaling : float, default=1.0
         Value ``c`` of the constant feature; the bias is penalised by
         ``λ/2 · b²/c²``.
@@ -172,7 +173,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
         violating the margin (one row per one-vs-rest problem if multiclass).
     support_ : ndarray of shape (n_SV,)
         Training indices with a positive count (in any of the problems).
-    support_vectors_ : ndarray of shape (n_SV, n_features_in_)
+    support_vectors_ : ndarray of shape (n_SV, ``n_features_in_``)
     dual_coef_ : ndarray of shape (1 or n_classes, n_SV)
         ``α_j y_j / (λ T batch_size)``, so that
         ``decision_function(X) = K(X, support_vectors_) @ dual_coef_.T + intercept_``.
@@ -188,6 +189,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
     Examples
     --------
     >>> from sklearn.datasets import load_iris
+    >>> from dsvm import PegasosSVC
     >>> X, y = load_iris(return_X_y=True)
     >>> clf = PegasosSVC(lam=1e-2, max_iter=2000, random_state=0).fit(X[y < 2], y[y < 2])
     >>> clf.score(X[y < 2], y[y < 2])

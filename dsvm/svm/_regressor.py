@@ -66,6 +66,18 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     components_, component_indices_, normalization_, n_iter_, objective_,
     n_features_in_, feature_names_in_, scaling_, solver_stats_, zero_based_
         As in :class:`~dsvm.NystroemSVC`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dsvm import NystroemSVR
+    >>> X = np.linspace(-3, 3, 200).reshape(-1, 1)
+    >>> y = np.sin(X).ravel()
+    >>> reg = NystroemSVR(n_components=30, C=10, random_state=0).fit(X, y)
+    >>> reg.score(X, y) > 0.99
+    True
+    >>> abs(reg.predict([[1.0]])[0] - np.sin(1.0)) < 0.05
+    True
     """
 
     SUPPORTED_SOLVERS = ("newton", "tron")
