@@ -94,6 +94,18 @@ def evaluate(model, X, y=None) -> dict[str, Any]:
         Classifier: ``accuracy``, ``balanced_accuracy``, ``n_test``, ``confusion`` (rows: true class,
         columns: predicted), ``per_class`` and ``predict_seconds``.  Regression model: ``r2``, ``rmse``,
         ``mae``, ``n_test`` and ``predict_seconds``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from dsvm import NystroemSVC, evaluate
+    >>> X, y = make_moons(n_samples=200, noise=0.1, random_state=0)
+    >>> clf = NystroemSVC(n_components=50, random_state=0).fit(X, y)
+    >>> report = evaluate(clf, X, y)
+    >>> report["n_test"], report["accuracy"] > 0.95
+    (200, True)
+    >>> sum(map(sum, report["confusion"]))  # rows: true class, columns: predicted
+    200
     """
     X_rb, checked, y_rb = _checked_input(model, X, y)
     t0 = time.perf_counter()

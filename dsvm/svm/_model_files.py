@@ -112,7 +112,21 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
 
     Returns
     -------
-    Path of the written file.
+    pathlib.Path
+        The written file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn.datasets import make_moons
+    >>> from dsvm import NystroemSVC, load_model, save_model
+    >>> X, y = make_moons(n_samples=200, noise=0.1, random_state=0)
+    >>> clf = NystroemSVC(n_components=50, random_state=0).fit(X, y)
+    >>> path = save_model(clf, os.path.join(tempfile.mkdtemp(), "moons.npz"))
+    >>> path.name
+    'moons.npz'
+    >>> bool((load_model(path).predict(X) == clf.predict(X)).all())
+    True
     """
     if type(model).__name__ not in ESTIMATORS:
         raise TypeError(f"save_model saves {' and '.join(ESTIMATORS)} models, got {type(model).__name__}")
@@ -374,6 +388,24 @@ def load_model(path: str | os.PathLike):
     ModelFileError
         If the file is missing, not a regular file, corrupted, foreign, or its
         arrays or metadata are inconsistent.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn.datasets import make_moons
+    >>> from dsvm import ModelFileError, NystroemSVC, load_model, save_model
+    >>> X, y = make_moons(n_samples=200, noise=0.1, random_state=0)
+    >>> folder = tempfile.mkdtemp()
+    >>> path = save_model(NystroemSVC(n_components=50, random_state=0).fit(X, y),
+    ...                   os.path.join(folder, "moons.npz"))
+    >>> model = load_model(path)
+    >>> type(model).__name__, model.n_features_in_
+    ('NystroemSVC', 2)
+    >>> try:
+    ...     load_model(os.path.join(folder, "missing.npz"))
+    ... except ModelFileError:
+    ...     print("refused")
+    refused
     """
     path = Path(path)
     meta, a = read_npz(path, FORMAT, _model_rules)

@@ -293,10 +293,57 @@ def onnx_file_problem(path: str | os.PathLike) -> str | None:
 
 def export_onnx(model, path: str | os.PathLike, *, overwrite: bool = False, dtype="float32",
                 target_opset: int | None = None) -> Path:
-    """Write the model as an ONNX file (see :func:`to_onnx`), safely (:mod:`dsvm.io._replace`).
+    """Write a fitted model as an ONNX file (``pip install 'dsvm[onnx]'``).
 
-    An existing ``path`` is replaced only with ``overwrite=True`` and only if
-    it is an ONNX file dsvm wrote.  Returns the path written.
+    The graph computes what the model computes (the scaling, the Nyström
+    map, the decision values and dsvm's labelling rule) and takes one input
+    ``X`` of shape ``(n, n_features_in)`` in ``dtype``.  A classifier gives
+    ``label`` and ``decision`` (and ``probabilities`` when fitted with
+    ``probability=True``, columns in the order of ``classes_``); a regressor
+    gives ``variable``, shape ``(n, 1)``.  The file is written under a
+    temporary name and moved into place when complete, so ``path`` never
+    holds half a model.
+
+    Parameters
+    ----------
+    model : NystroemSVC or NystroemSVR
+        A fitted model.
+    path : str or path-like
+        The ONNX file to write.
+    overwrite : bool, default=False
+        Replace an existing ``path``; only an ONNX file dsvm wrote is ever replaced.
+    dtype : {"float32", "float64"}, default="float32"
+        Element type of the input ``X`` and of the computation.
+    target_opset : int, optional
+        ONNX opset (default: skl2onnx's choice).
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    ImportError
+        skl2onnx is not installed.
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False, or it is not an ONNX file dsvm wrote.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import onnxruntime
+    >>> from sklearn.datasets import make_moons
+    >>> from dsvm import NystroemSVC, export_onnx
+    >>> X, y = make_moons(n_samples=200, noise=0.1, random_state=0)
+    >>> clf = NystroemSVC(n_components=50, random_state=0).fit(X, y)
+    >>> path = export_onnx(clf, os.path.join(tempfile.mkdtemp(), "moons.onnx"))
+    >>> session = onnxruntime.InferenceSession(str(path))
+    >>> [o.name for o in session.get_outputs()]
+    ['label', 'decision']
+    >>> label, decision = session.run(None, {"X": X.astype("float32")})
+    >>> bool((label == clf.predict(X)).all())
+    True
     """
     onx = to_onnx(model, dtype=dtype, target_opset=target_opset)
     data = onx.SerializeToString()
