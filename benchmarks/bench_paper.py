@@ -10,7 +10,7 @@
 4. structure: SLSQP on the dual QP vs LIBSVM vs dsvm at N = 200, 800, 2000 (a9a).
 
 Everything runs in this process on in-memory data, one core per solver
-(BLAS limited to one thread; see :mod:`dsvm.experiments` and :mod:`dsvm.app.paper`).
+(BLAS limited to one thread; see :mod:`dsvm.experiments` and :mod:`dsvm.app._paper`).
 
 Usage::
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from common import DEFAULT_DATA_DIR, REPO
 
-from dsvm.app.paper import run_paper
+from dsvm.app._paper import run_paper
 from dsvm.experiments import DEFAULTS
 
 

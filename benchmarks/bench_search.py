@@ -152,7 +152,7 @@ def main(argv=None):
     logging.basicConfig(level=logging.WARNING)
     warnings.simplefilter("ignore", UserWarning)
 
-    from dsvm.app.search_report import parse_search_args
+    from dsvm.app._search_report import parse_search_args
 
     Xtr, ytr = load_libsvm(args.data_dir, "a9a", "train")
     Xte, yte = load_libsvm(args.data_dir, "a9a", "test")

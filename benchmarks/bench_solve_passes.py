@@ -26,7 +26,9 @@ from pathlib import Path
 
 from common import DEFAULT_DATA_DIR, REPO, machine, save_json, table
 
-from dsvm.experiments import PAPER_DATASETS, LinearProblem, lasn_fits, load_split, signed_labels
+from dsvm.experiments import PAPER_DATASETS, lasn_fits, load_split
+from dsvm.experiments._datasets import signed_labels
+from dsvm.experiments._linear import LinearProblem
 
 
 def solve_once(problem: LinearProblem, cache: bool, tol: float):

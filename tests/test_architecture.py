@@ -263,3 +263,105 @@ def test_modules_stay_small():
     big = {str(p.relative_to(PACKAGE.parent)): n for p in MODULES.values()
            if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert {k: v for k, v in big.items() if k not in EARNED} == {}
+
+
+# --- a small public surface (issue 26): a package's __init__ exports what users or other layers need ----------
+MAX_EXPORTS = 12
+WIDE = {  # package -> why it exports more than MAX_EXPORTS names (each name is still used outside the package)
+    "dsvm.blocks": "the one interface to rows and to the cluster: every training layer passes over rows, sizes "
+                   "blocks and waits on workers through it (only blocks/ knows how rows are held)",
+    "dsvm.io": "datasets for users, plus the one safe-replace routine and the one archive format that every "
+               "writer in svm/ and app/ goes through",
+    "dsvm.approx": "kernels, landmarks, the Nyström map and the scaling, each also used by svm/ and by "
+                   "model_selection/, whose search rebuilds the pieces of a fit",
+    "dsvm.svm": "the estimators, model files and exports for users, plus the estimator functions that "
+                "model_selection/ and app/ call instead of its private methods",
+    "dsvm.experiments": "one name per experiment, dataset and setting that the paper driver (app/) runs",
+}
+# names no other layer imports but users do (README, docs, benchmarks); dsvm/__init__'s table counts too
+USER_NAMES = {
+    "dsvm.io": {"write_dataset", "split_dataset", "make_classification_zarr", "Dataset"},
+    "dsvm.solvers": {"semismooth_newton", "newton_from_subsample", "choose_hessian"},
+    "dsvm.svm": {"NystroemSVC", "NystroemSVR", "PegasosSVC", "save_model", "load_model", "evaluate",
+                 "export_onnx", "to_sklearn", "to_onnx"},
+    "dsvm.model_selection": {"NystroemSVCCV", "DEFAULT_GRID"},
+}
+# the modules of a sub-package a user may import by name; every other module is _private.py
+PUBLIC_MODULES = {
+    "dsvm.app.cli": "the dsvm command (pyproject's entry point, python -m dsvm.app.cli)",
+    "dsvm.app.cluster": "the cluster specs: batch scripts import WORKER_MALLOC_ENV / connect from it",
+}
+PACKAGES = sorted(m for m, p in MODULES.items() if p.name == "__init__.py" and m != "dsvm")
+
+
+def exports(package: str) -> list[str]:
+    """A package's ``__all__``: a list literal, or the names of its lazy ``_MODULES`` table."""
+    tree = ast.parse(MODULES[package].read_text())
+    table, names = None, []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id == "_MODULES":
+                table = ast.literal_eval(node.value)
+            elif node.targets[0].id == "__all__":
+                names = ast.literal_eval(node.value) if isinstance(node.value, ast.List) else None
+    return [n for group in table.values() for n in group] if names is None else names
+
+
+def _top_level_table() -> dict:
+    for node in ast.parse(MODULES["dsvm"].read_text()).body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_PUBLIC":
+            return ast.literal_eval(node.value)
+    raise AssertionError("dsvm/__init__.py has no _PUBLIC table")
+
+
+def _used_by_other_layers() -> dict[str, set[str]]:
+    """package -> the names other layers take from it: ``from ..pkg import x`` or ``pkg.x`` on an imported package."""
+    used: dict[str, set[str]] = {}
+    for i in INTERNAL:
+        if unit_of(i.module) != unit_of(i.target) and i.target in PACKAGES:
+            used.setdefault(i.target, set()).update(n for n in i.names if f"dsvm.{n}" != i.target)
+    for m, p in MODULES.items():
+        aliases = {f"dsvm.{n}": n for i in INTERNAL if i.module == m and i.target in PACKAGES
+                   for n in i.names if f"dsvm.{n}" == i.target}
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                for package, alias in aliases.items():
+                    if node.value.id == alias and unit_of(m) != package:
+                        used.setdefault(package, set()).add(node.attr)
+    return used
+
+
+def test_every_package_exports_a_small_surface():
+    too_many = {p: len(exports(p)) for p in PACKAGES if len(exports(p)) > MAX_EXPORTS and p not in WIDE}
+    assert too_many == {}
+    assert {p for p in WIDE if len(exports(p)) <= MAX_EXPORTS} == set()  # an exception no longer needed goes
+
+
+def test_exported_names_are_used_by_users_or_other_layers():
+    """Nothing is exported 'just in case': each name of an ``__all__`` is imported by another layer, is one
+    of ``import dsvm``'s names, or is one users name (USER_NAMES); the rest stays package-private."""
+    used, top = _used_by_other_layers(), _top_level_table()
+    unused = {p: sorted(set(exports(p)) - used.get(p, set()) - USER_NAMES.get(p, set())
+                        - {n for n, where in top.items() if where == p}) for p in PACKAGES}
+    assert {p: names for p, names in unused.items() if names} == {}
+
+
+def test_other_layers_use_only_exported_names():
+    used = _used_by_other_layers()
+    bad = {p: sorted(names - set(exports(p))) for p, names in used.items() if names - set(exports(p))}
+    assert bad == {}
+
+
+def test_modules_inside_packages_are_private():
+    """A sub-package's modules are ``_name.py`` (usable anywhere inside the package, never from outside),
+    except the few a user imports by module name."""
+    public = sorted(m for m, p in MODULES.items() if m.count(".") == 2 and p.name != "__init__.py"
+                    and not m.rsplit(".", 1)[1].startswith("_"))
+    assert public == sorted(PUBLIC_MODULES)
+
+
+def test_top_level_names_come_from_the_exports():
+    """``import dsvm``'s names are promises to users: each is exported by the package it is loaded from."""
+    bad = {n: where for n, where in _top_level_table().items()
+           if where in PACKAGES and n not in exports(where)}
+    assert bad == {}

@@ -330,19 +330,19 @@ def _reference(path: str):
 
 
 def cmd_train(args) -> int:
-    from .model_commands import train_command
+    from ._model_commands import train_command
 
     return train_command(args)
 
 
 def cmd_evaluate(args) -> int:
-    from .model_commands import evaluate_command
+    from ._model_commands import evaluate_command
 
     return evaluate_command(args)
 
 
 def cmd_predict(args) -> int:
-    from .model_commands import predict_command
+    from ._model_commands import predict_command
 
     return predict_command(args)
 
@@ -351,7 +351,7 @@ def cmd_ingest(args) -> int:
     import numpy as np
 
     from .. import io
-    from .model_commands import tabular_options
+    from ._model_commands import tabular_options
 
     choice = {"auto": "auto", "true": True, "false": False}
     kwargs: dict[str, Any] = dict(format=args.format, y=args.labels, n_features=args.n_features,
@@ -367,7 +367,7 @@ def cmd_ingest(args) -> int:
 
 def cmd_export(args) -> int:
     from ..svm import export_onnx, load_model, onnx_file_problem
-    from .model_commands import check_writable_target
+    from ._model_commands import check_writable_target
 
     check_writable_target(args.out, "out", args.overwrite, onnx_file_problem, "model file in ONNX format")
     model = load_model(args.model)
@@ -380,10 +380,10 @@ def cmd_export(args) -> int:
 
 
 def cmd_run(args, spec=None) -> int:
+    from ._pipeline import run_pipeline
+    from ._pipeline_spec import load_pipeline
+    from ._report_files import check_output_folder
     from .cluster import connect_from_args
-    from .pipeline import run_pipeline
-    from .pipeline_spec import load_pipeline
-    from .report_files import check_output_folder
 
     spec = load_pipeline(spec if spec is not None else args.pipeline, args.set)
     check_output_folder(spec["output"], "pipeline output folder", overwrite=args.overwrite)
@@ -400,7 +400,7 @@ def cmd_run(args, spec=None) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .pipeline import DEMO_PIPELINE
+    from ._pipeline import DEMO_PIPELINE
 
     args.set = [f"n_train={args.n_train}", f"n_test={args.n_test}"]
     spec = dict(DEMO_PIPELINE, output=args.output)

@@ -13,7 +13,7 @@ A cluster spec is a YAML file in the style of dask-ctl::
 
 Only classes from :data:`ALLOWED_MODULES` are ever imported, and their
 keyword arguments are checked against one schema per class
-(:mod:`dsvm.app.cluster_schema`), so a spec file cannot make dsvm, the scheduler
+(:mod:`dsvm.app._cluster_schema`), so a spec file cannot make dsvm, the scheduler
 or the workers import or run code (no ``preload``, no class names, no
 positional ``args``).  Every listener that a spec does not place explicitly
 (scheduler, dashboards, job-queue workers) is bound to 127.0.0.1
@@ -42,7 +42,7 @@ from typing import Any
 from ..config import get as config_get
 from ..exceptions import ClusterSpecError, SchedulerUnreachableError
 from ..user_files import read_user_file
-from .cluster_lifecycle import (
+from ._cluster_lifecycle import (
     NOISY_LOGGERS,
     check_local_sizes,
     check_spec_workers,
@@ -52,8 +52,8 @@ from .cluster_lifecycle import (
     quiet_workers,
     wait_for_workers,
 )
-from .cluster_schema import SCHEMAS, check_adapt, check_kwargs
-from .yaml_files import read_yaml_file
+from ._cluster_schema import SCHEMAS, check_adapt, check_kwargs
+from ._yaml_files import read_yaml_file
 
 logger = logging.getLogger(__name__)
 
@@ -496,11 +496,11 @@ def connect(
 def _started_cluster(cluster_spec: str | os.PathLike | dict | None, local: dict[str, Any] | None) -> Iterator[Any]:
     """A client of a cluster started here (the default local one, or a spec's), waited for as the spec says;
     its worker processes show warnings as one line and leave a failed task to the client
-    (:class:`~dsvm.app.worker_logs.WorkerLogs`)."""
+    (:class:`~dsvm.app._worker_logs.WorkerLogs`)."""
     import dask.config
     from distributed import Client, LocalCluster
 
-    from .worker_logs import WorkerLogs  # imports distributed
+    from ._worker_logs import WorkerLogs  # imports distributed
 
     spec: dict[str, Any] = {}
     where = "cluster spec"

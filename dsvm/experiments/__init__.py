@@ -2,7 +2,7 @@
 
 ``dsvm run pipelines/paper.yaml`` runs all of them and writes one report folder
 (``report.md``, ``report.json``, PNG plots; the driver and the report are
-:mod:`dsvm.app.paper` and :mod:`dsvm.app.paper_report`).  Each experiment can
+:mod:`dsvm.app._paper` and :mod:`dsvm.app._paper_report`).  Each experiment can
 be run (and tested) on its own:
 
 :func:`table3`
@@ -53,26 +53,16 @@ This package uses dsvm's public API only, and writes no files of its own.
 """
 
 
-from .datasets import C_PAPER, PAPER_DATASETS, PaperDataset, Split, load_split, signed_labels, subsample
-from .linear import (
-    NEWTON_LADDER,
-    REACH_RTOL,
-    SOLVERS,
-    TOL_LADDER,
-    LinearProblem,
-    optimum,
-    run_solver,
-    time_to_objective,
-)
-from .paper_claims import claims
-from .sensitivity_grid import nystroem_map, sensitivity
-from .settings import DEFAULTS, QUICK, dataset_settings, paper_config
-from .structure import slsqp_dual, structure_benchmark
-from .tables import lasn_fits, libsvm_fit, summary, table3, table4
+from ._datasets import PAPER_DATASETS, PaperDataset, Split, load_split, subsample
+from ._linear import SOLVERS
+from ._paper_claims import claims
+from ._sensitivity_grid import sensitivity
+from ._settings import DEFAULTS, QUICK, dataset_settings, paper_config
+from ._structure import structure_benchmark
+from ._tables import lasn_fits, libsvm_fit, table3, table4
 
 __all__ = [
-    "C_PAPER", "PAPER_DATASETS", "PaperDataset", "Split", "load_split", "subsample", "signed_labels",
-    "TOL_LADDER", "NEWTON_LADDER", "REACH_RTOL", "SOLVERS", "LinearProblem", "optimum", "run_solver",
-    "time_to_objective", "lasn_fits", "libsvm_fit", "summary", "table3", "table4", "nystroem_map", "sensitivity",
-    "slsqp_dual", "structure_benchmark", "DEFAULTS", "QUICK", "paper_config", "dataset_settings", "claims",
+    "DEFAULTS", "PAPER_DATASETS", "PaperDataset", "QUICK", "SOLVERS", "Split", "claims", "dataset_settings",
+    "lasn_fits", "libsvm_fit", "load_split", "paper_config", "sensitivity", "structure_benchmark", "subsample",
+    "table3", "table4",
 ]

@@ -33,7 +33,7 @@ there (:func:`foreign_entry`: a user's notes, the input file of the very
 command), and a command refuses, before any work, an input that is its
 target or lies inside it (:func:`check_inputs_outside`).  Report folders (a
 pipeline's ``output``, a CV report) are not replaced but written into
-(:mod:`dsvm.app.report_files`); each file in them goes through
+(:mod:`dsvm.app._report_files`); each file in them goes through
 :func:`replacing` too.
 """
 

@@ -145,7 +145,7 @@ def test_a_jobqueue_error_outside_a_wait_is_one_log_line(caplog):
     """A submission that fails later (adapt scaling up mid-run) is one line in the log, once."""
     from dask_jobqueue.core import Job
 
-    from dsvm.app.cluster_lifecycle import job_failures
+    from dsvm.app._cluster_lifecycle import job_failures
 
     with pytest.raises(RuntimeError) as info:
         asyncio.run(Job._call(["sh", "-c", "echo 'sbatch: error: QOSMaxSubmitJobPerUserLimit' >&2; exit 1"]))

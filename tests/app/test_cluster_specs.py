@@ -694,7 +694,7 @@ def test_closing_a_cluster_of_in_process_workers_leaves_this_process_logging():
 def _most_local_workers() -> int:
     import os
 
-    from dsvm.app.cluster_lifecycle import MAX_WORKERS_PER_CORE
+    from dsvm.app._cluster_lifecycle import MAX_WORKERS_PER_CORE
 
     return MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
 

@@ -417,7 +417,7 @@ def test_a_fifo_as_data_is_one_line_at_once(tmp_path, iris_like, run, capsys, mo
 
     from helpers import call_near_fifos
 
-    from dsvm.app import model_commands
+    from dsvm.app import _model_commands as model_commands
 
     monkeypatch.setattr(model_commands, "connect_from_args", lambda args: pytest.fail("a cluster was started"))
     fifo = tmp_path / "new.csv"
@@ -437,7 +437,7 @@ def test_model_and_checkpoint_on_one_file_are_refused_before_the_work(tmp_path, 
                                                                      spelling):
     """`--model c.npz --checkpoint c.npz` ran the whole fit, then refused to save ("not a model written by
     dsvm (format='dsvm-checkpoint')") and said to rerun the same command, which was refused again."""
-    from dsvm.app import model_commands
+    from dsvm.app import _model_commands as model_commands
 
     monkeypatch.setattr(model_commands, "connect_from_args", lambda args: pytest.fail("a cluster was started"))
     model = tmp_path / "c.npz"
@@ -462,7 +462,7 @@ def test_model_and_checkpoint_on_one_file_are_refused_before_the_work(tmp_path, 
 def test_every_searched_value_is_checked_as_its_parameter_before_the_work(tmp_path, files, run, capsys, monkeypatch,
                                                                          item, message):
     """`-C nan` was refused at once, `--search C=1,nan` only when fold 0 met it ("the objective is not finite")."""
-    from dsvm.app import model_commands
+    from dsvm.app import _model_commands as model_commands
 
     monkeypatch.setattr(model_commands, "connect_from_args", lambda args: pytest.fail("a cluster was started"))
     assert run("train", files["train"].path, "--model", tmp_path / "m.npz", "--search", item, "--cv", 2, *FIT) == 1

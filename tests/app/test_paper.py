@@ -1,4 +1,4 @@
-"""The ``kind: paper`` and ``data: split:`` pipelines end to end (dsvm.app.paper, dsvm.app.pipeline)."""
+"""The ``kind: paper`` and ``data: split:`` pipelines end to end (dsvm.app._paper, dsvm.app._pipeline)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 from helpers import DATA_DIR, REPO
 
 from dsvm import experiments as ex
-from dsvm.app.pipeline import run_pipeline
-from dsvm.app.pipeline_spec import PipelineError, load_pipeline
+from dsvm.app._pipeline import run_pipeline
+from dsvm.app._pipeline_spec import PipelineError, load_pipeline
+from dsvm.experiments._linear import REACH_RTOL
 
 
 def test_paper_pipeline_file_loads_with_overrides():
@@ -80,7 +81,7 @@ def test_quick_paper_pipeline_end_to_end(tmp_path):
                     "claims, checked", "machine:"):
         assert heading in md
     for t in saved["table3"]:
-        assert all(s["rel_gap_max"] <= ex.REACH_RTOL for s in t["summary"].values() if s["reached_all"])
+        assert all(s["rel_gap_max"] <= REACH_RTOL for s in t["summary"].values() if s["reached_all"])
 
 
 @pytest.mark.data

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from helpers import call_near_fifos
 
-from dsvm.app.pipeline import run_pipeline
-from dsvm.app.pipeline_spec import load_pipeline
-from dsvm.app.report_files import MARKER_TEXT, OUTPUT_MARKER, check_output_folder
+from dsvm.app._pipeline import run_pipeline
+from dsvm.app._pipeline_spec import load_pipeline
+from dsvm.app._report_files import MARKER_TEXT, OUTPUT_MARKER, check_output_folder
 from dsvm.exceptions import NotDsvmOutputError, PipelineError
 from dsvm.io import Dataset, open_dataset
 
@@ -70,7 +70,7 @@ def test_a_failed_run_keeps_the_marker_of_the_folder_it_made_and_a_rerun_writes_
 
 def test_the_marker_goes_only_with_its_folder(tmp_path, monkeypatch):
     """A file written into the folder between the clean-up's look and its rmdir keeps the folder, and the marker."""
-    from dsvm.app import pipeline
+    from dsvm.app import _pipeline as pipeline
 
     out = tmp_path / "out"
     real_rmdir = os.rmdir
@@ -94,7 +94,7 @@ def test_the_marker_goes_only_with_its_folder(tmp_path, monkeypatch):
                                         ("data/test.zarr", "text"), ("convergence.png", "symlink")])
 def test_the_files_a_run_writes_are_checked_before_any_work(tmp_path, monkeypatch, name, kind):
     """A FIFO at out/report.json was found only after the fit, when the report was written."""
-    from dsvm.app import pipeline
+    from dsvm.app import _pipeline as pipeline
 
     out = tmp_path / "out"
     (out / "data").mkdir(parents=True)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 
-from dsvm.app.pipeline import DEMO_PIPELINE, run_pipeline
-from dsvm.app.pipeline_spec import PipelineError, load_pipeline
+from dsvm.app._pipeline import DEMO_PIPELINE, run_pipeline
+from dsvm.app._pipeline_spec import PipelineError, load_pipeline
 
 PAPER = REPO / "pipelines" / "paper.yaml"
 
@@ -188,7 +188,7 @@ def test_missing_data_file_leaves_no_folder(tmp_path):
 
 
 def test_failure_during_the_run_removes_only_the_empty_folders_it_made(tmp_path, monkeypatch):
-    from dsvm.app import pipeline
+    from dsvm.app import _pipeline as pipeline
 
     def fail(*args, **kwargs):
         raise RuntimeError("ingest failed")

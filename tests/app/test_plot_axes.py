@@ -1,14 +1,14 @@
-"""Axis rules of the report plots (dsvm.app.plot_axes), checked on the matplotlib objects; the figures of
+"""Axis rules of the report plots (dsvm.app._plot_axes), checked on the matplotlib objects; the figures of
 the train report (convergence, accuracy vs k), the CV heat map and the paper's sensitivity maps use them."""
 
 import numpy as np
 import pytest
 
 import dsvm
-from dsvm.app.paper_report import sensitivity_figure
-from dsvm.app.plot_axes import MIN_ACCURACY_SPAN, score_limits
-from dsvm.app.report import accuracy_vs_k_figure, convergence_figure
-from dsvm.app.search_report import cv_heatmap_figure
+from dsvm.app._paper_report import sensitivity_figure
+from dsvm.app._plot_axes import MIN_ACCURACY_SPAN, score_limits
+from dsvm.app._report import accuracy_vs_k_figure, convergence_figure
+from dsvm.app._search_report import cv_heatmap_figure
 
 plt = pytest.importorskip("matplotlib.pyplot")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dsvm
-from dsvm.app.predictions import write_predictions
+from dsvm.app._predictions import write_predictions
 
 
 def _separable(labels):

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from dsvm.app import report_files
-from dsvm.app.report_files import OUTPUT_MARKER, claim_output_folder, report_file_problem, write_report_file
+from dsvm.app import _report_files as report_files
+from dsvm.app._report_files import OUTPUT_MARKER, claim_output_folder, report_file_problem, write_report_file
 from dsvm.exceptions import NotDsvmOutputError
 
 

@@ -1,4 +1,4 @@
-"""The CV report of `dsvm train --search` and a pipeline's search step (dsvm.app.search_report)."""
+"""The CV report of `dsvm train --search` and a pipeline's search step (dsvm.app._search_report)."""
 
 import json
 
@@ -6,7 +6,7 @@ import pytest
 from sklearn.model_selection import GridSearchCV
 
 from dsvm import NystroemSVC, NystroemSVCCV
-from dsvm.app.search_report import parse_search_args, search_and_report, write_cv_report
+from dsvm.app._search_report import parse_search_args, search_and_report, write_cv_report
 
 
 def test_parse_search_args():

@@ -221,7 +221,7 @@ def test_the_dashboard_is_advertised_where_it_is_bound(dashboard, link):
 
 
 def test_the_script_and_dsvm_give_up_on_the_same_pending_reasons():
-    from dsvm.app.cluster_lifecycle import HOPELESS_REASONS
+    from dsvm.app._cluster_lifecycle import HOPELESS_REASONS
 
     (line,) = [ln for ln in SCRIPT.read_text().splitlines() if ln.startswith("HOPELESS=")]
     assert set(line.split("=", 1)[1].strip('"').split()) == set(HOPELESS_REASONS)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import dsvm
+from dsvm.app._pipeline import run_pipeline
+from dsvm.app._pipeline_spec import PipelineError, load_pipeline
 from dsvm.app.cli import main
-from dsvm.app.pipeline import run_pipeline
-from dsvm.app.pipeline_spec import PipelineError, load_pipeline
 
 
 def _run(*argv):

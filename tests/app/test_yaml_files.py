@@ -10,10 +10,10 @@ import pytest
 import yaml
 from helpers import call_near_fifos, run_dsvm
 
+from dsvm.app._pipeline_spec import load_pipeline
+from dsvm.app._yaml_files import MAX_DEPTH, MAX_YAML_BYTES, parse_yaml, read_yaml_file
 from dsvm.app.cli import main
 from dsvm.app.cluster import load_cluster_spec
-from dsvm.app.pipeline_spec import load_pipeline
-from dsvm.app.yaml_files import MAX_DEPTH, MAX_YAML_BYTES, parse_yaml, read_yaml_file
 from dsvm.exceptions import ClusterSpecError, PipelineError
 
 # "billion laughs": nine levels of ten aliases, 10**9 strings once expanded, in about 1.5 KB

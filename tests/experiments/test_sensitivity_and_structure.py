@@ -7,6 +7,7 @@ import pytest
 from helpers import make_circles_problem, make_xor_problem
 
 from dsvm import experiments as ex
+from dsvm.experiments._structure import slsqp_dual
 
 
 @pytest.fixture(scope="module")
@@ -43,5 +44,5 @@ def test_slsqp_cap_is_reported():
     from dsvm.approx import kernel_matrix, make_kernel_spec
 
     K = kernel_matrix(X, X, make_kernel_spec("rbf", 0.5))
-    res = ex.slsqp_dual(K, y.astype(float), 10.0, cap_s=0.0)
+    res = slsqp_dual(K, y.astype(float), 10.0, cap_s=0.0)
     assert res["capped"] and not res["success"]

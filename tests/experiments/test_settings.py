@@ -1,4 +1,4 @@
-"""The paper experiments' settings: defaults, overrides, per-data-set options (dsvm.experiments.settings)."""
+"""The paper experiments' settings: defaults, overrides, per-data-set options (dsvm.experiments._settings)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,9 @@ from helpers import make_circles_problem
 
 import dsvm
 from dsvm import load_model, save_model
-from dsvm.app import predictions, report_files
-from dsvm.app.predictions import write_predictions
+from dsvm.app import _predictions as predictions
+from dsvm.app import _report_files as report_files
+from dsvm.app._predictions import write_predictions
 from dsvm.io import _replace as replace
 
 
@@ -123,8 +124,8 @@ def test_a_dsvm_output_folder_still_keeps_a_user_folder_at_a_dataset_path(tmp_pa
 
 
 def test_pipeline_reruns_into_its_own_output_folder(tmp_path, libsvm_file, monkeypatch):
-    from dsvm.app.pipeline import run_pipeline
-    from dsvm.app.pipeline_spec import load_pipeline
+    from dsvm.app._pipeline import run_pipeline
+    from dsvm.app._pipeline_spec import load_pipeline
 
     monkeypatch.chdir(tmp_path)
     for _ in range(2):

@@ -22,15 +22,12 @@ from dsvm.approx import (
     prepare_landmarks,
 )
 from dsvm.blocks import aligned_vector, as_row_blocks
-from dsvm.model_selection import (
-    CachedOperator,
-    NystroemSVCCV,
-    SearchContext,
-    map_to_larger_k,
-    score_from_confusion,
-)
+from dsvm.model_selection import NystroemSVCCV
+from dsvm.model_selection._cpath import CachedOperator, map_to_larger_k
+from dsvm.model_selection._folds import SearchContext
 from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import semismooth_newton
+from dsvm.svm import score_from_confusion
 
 
 def _linear_problem(n=400, classes=2, seed=0):

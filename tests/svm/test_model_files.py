@@ -155,7 +155,7 @@ def test_hand_edited_metadata_and_labels_are_refused(tmp_path, fitted, name, cha
 
 def test_regression_model_round_trip(tmp_path):
     from dsvm import NystroemSVR
-    from dsvm.app.predictions import write_predictions
+    from dsvm.app._predictions import write_predictions
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(200, 3))

@@ -36,7 +36,7 @@ fold:
   the next solve opens without a pass over the data.  The first fold at the
   smallest ``C`` starts from zero (smallest ``k``) or from the solution of the
   next smaller nested ``k`` mapped into the larger feature space (same
-  decision function: :func:`~dsvm.model_selection.cpath.map_to_larger_k`); the other folds start from
+  decision function: :func:`~dsvm.model_selection._cpath.map_to_larger_k`); the other folds start from
   the first fold's solution, their opening Gram matrices obtained from the
   first fold's by exchanging the rows of the two held-out folds (passes over
   those two folds' rows instead of one over all training rows), and at each
@@ -50,7 +50,7 @@ fold:
   ``NystroemSVC(**best_params_).fit(X, y)`` — same landmarks, same model to
   the solver's tolerance — but its Newton solve starts from the mean of the
   best candidate's fold models, mapped into its feature space
-  (:func:`~dsvm.model_selection.cpath.refit_start`; only when the refit draws the same landmarks as the
+  (:func:`~dsvm.model_selection._cpath.refit_start`; only when the refit draws the same landmarks as the
   search, i.e. an integer ``random_state``).
 
 ``benchmarks/bench_search.py`` compares the wall and CPU time with
@@ -116,9 +116,9 @@ from ..svm import (
     score_from_confusion,
     unpack_dataset,
 )
-from .cpath import cv_pair, map_to_larger_k, record_functions, refit_start
-from .folds import SearchContext
-from .results import format_results, hashable
+from ._cpath import cv_pair, map_to_larger_k, record_functions, refit_start
+from ._folds import SearchContext
+from ._results import format_results, hashable
 
 logger = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from ..experiments import SOLVERS
-from .plot_axes import score_limits
-from .report_files import pyplot, save_figure
+from ._plot_axes import score_limits
+from ._report_files import pyplot, save_figure
 
 __all__ = ["paper_markdown", "write_plots", "sensitivity_figure"]
 
@@ -212,7 +212,7 @@ def sensitivity_figure(plt, sensitivity: list[dict]):
     """CV and held-out accuracy over k x C, one row of heat maps per data set.
 
     Each map's colour scale spans at least
-    :data:`~dsvm.app.plot_axes.MIN_ACCURACY_SPAN` points around its values, so
+    :data:`~dsvm.app._plot_axes.MIN_ACCURACY_SPAN` points around its values, so
     a spread of a few tenths of a point is not drawn from one end of the
     colour map to the other.
     """

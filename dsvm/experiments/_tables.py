@@ -9,8 +9,8 @@ import numpy as np
 from sklearn.svm import SVC
 
 from ..svm import NystroemSVC
-from .datasets import C_PAPER, Split, signed_labels
-from .linear import NEWTON_LADDER, REACH_RTOL, SOLVERS, TOL_LADDER, LinearProblem, optimum, time_to_objective
+from ._datasets import C_PAPER, Split, signed_labels
+from ._linear import NEWTON_LADDER, REACH_RTOL, SOLVERS, TOL_LADDER, LinearProblem, optimum, time_to_objective
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from sklearn.svm import SVC
 from ..approx import kernel_matrix, make_kernel_spec
 from ..reference import dual_bias, dual_qp
 from ..svm import NystroemSVC
-from .datasets import C_PAPER, signed_labels
+from ._datasets import C_PAPER, signed_labels
 
 logger = logging.getLogger(__name__)
 

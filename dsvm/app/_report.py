@@ -14,8 +14,8 @@ import scipy
 import sklearn
 
 from ..version import __version__
-from .plot_axes import integer_ticks, set_accuracy_limits, ticks_at_values
-from .report_files import pyplot, save_figure
+from ._plot_axes import integer_ticks, set_accuracy_limits, ticks_at_values
+from ._report_files import pyplot, save_figure
 
 __all__ = ["machine_info", "machine_line", "json_safe", "convergence_figure", "plot_convergence",
            "accuracy_vs_k_figure", "plot_accuracy_vs_k", "train_report_markdown"]
@@ -94,7 +94,7 @@ def accuracy_vs_k_figure(rows: list[dict]):
     """Test accuracy and fit time over the landmarks ``k`` (a matplotlib figure; None without matplotlib).
 
     ``k`` is ticked at the values tried; the accuracy axis spans at least
-    :data:`~dsvm.app.plot_axes.MIN_ACCURACY_SPAN` points, and the time axis starts at 0.
+    :data:`~dsvm.app._plot_axes.MIN_ACCURACY_SPAN` points, and the time axis starts at 0.
     """
     plt = pyplot("the accuracy-vs-k plot")
     if plt is None:

@@ -31,10 +31,10 @@ the chunking: see :func:`dsvm.io.split_dataset`)::
       split: {test_fraction: 0.2, random_state: 0}
 
 ``kind: paper`` runs the LA-SN paper's experiments instead of one fit (see
-:mod:`dsvm.app.paper` and ``pipelines/paper.yaml``); its settings go under
+:mod:`dsvm.app._paper` and ``pipelines/paper.yaml``); its settings go under
 ``experiments: paper:`` and it needs no ``data`` or ``model`` section.
 
-Pipelines are read and checked by :mod:`dsvm.app.pipeline_spec` (every key at
+Pipelines are read and checked by :mod:`dsvm.app._pipeline_spec` (every key at
 every level, the model parameters, the inputs) before anything is written.
 """
 
@@ -51,10 +51,10 @@ from typing import Any
 from ..exceptions import PipelineError
 from ..io import check_replaceable, check_target, ingest, make_classification_zarr, open_dataset, split_dataset
 from ..svm import NystroemSVC, evaluate, model_file_problem, save_model
-from .paper import run_paper
-from .pipeline_spec import check_inputs, check_pipeline, model_params, search_grid
-from .report import json_safe, machine_line, plot_accuracy_vs_k, plot_convergence, train_report_markdown
-from .report_files import (
+from ._paper import run_paper
+from ._pipeline_spec import check_inputs, check_pipeline, model_params, search_grid
+from ._report import json_safe, machine_line, plot_accuracy_vs_k, plot_convergence, train_report_markdown
+from ._report_files import (
     OUTPUT_MARKER,
     check_output_folder,
     claim_output_folder,
@@ -62,7 +62,7 @@ from .report_files import (
     report_file_problem,
     write_report_file,
 )
-from .search_report import cv_table, search_and_report
+from ._search_report import cv_table, search_and_report
 
 logger = logging.getLogger(__name__)
 

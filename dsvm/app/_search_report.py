@@ -13,9 +13,9 @@ import numpy as np
 
 from ..model_selection import NystroemSVCCV, hashable
 from ..svm import NystroemSVC, param_names
-from .plot_axes import score_limits
-from .report import json_safe
-from .report_files import claim_output_folder, pyplot, save_figure, write_report_file
+from ._plot_axes import score_limits
+from ._report import json_safe
+from ._report_files import claim_output_folder, pyplot, save_figure, write_report_file
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ def write_cv_report(search, out_dir, prefix: str = "cv") -> dict[str, Path]:
     ``C`` (rows) x ``gamma`` (columns) at the best values of the other
     parameters (``n_components`` …).  Without matplotlib the plot is skipped
     with a warning.  ``out_dir`` must be new, empty or a dsvm output folder
-    (:func:`dsvm.app.report_files.claim_output_folder`).
+    (:func:`dsvm.app._report_files.claim_output_folder`).
     """
     out = claim_output_folder(out_dir, "report folder")
     rows = cv_table(search)
@@ -194,7 +194,7 @@ def write_cv_report(search, out_dir, prefix: str = "cv") -> dict[str, Path]:
 def cv_heatmap_figure(search, scoring: str):
     """Mean CV score over C x gamma (the other parameters at their best values), as a matplotlib figure
     (None without matplotlib).  The colour scale spans at least
-    :data:`~dsvm.app.plot_axes.MIN_ACCURACY_SPAN` points, so close scores get close colours."""
+    :data:`~dsvm.app._plot_axes.MIN_ACCURACY_SPAN` points, so close scores get close colours."""
     plt = pyplot("the CV heat map")
     if plt is None:
         return None

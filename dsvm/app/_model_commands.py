@@ -287,7 +287,7 @@ def _check_search_values(model, grid: dict[str, list], items: list[str]) -> None
 
     from ..model_selection import check_search_landmarks
     from ..svm import check_params
-    from .search_report import ALIASES
+    from ._search_report import ALIASES
 
     given = {ALIASES.get(name, name): name for name in (item.partition("=")[0].strip() for item in items)}
     for key, values in grid.items():
@@ -344,10 +344,16 @@ def cross_validate(model, ds, folds: int, scoring: str, refit: bool):
 
 def train_command(args) -> int:  # noqa: C901
     """``dsvm train``: fit (or cross-validate, or search) and save the model."""
-    from ..model_selection import SCORINGS
-    from ..svm import check_checkpoint_path, kept_until_saved, model_file_problem, remove_checkpoint, save_model
-    from .report_files import check_output_folder
-    from .search_report import parse_search_args, search_and_report
+    from ..svm import (
+        SCORINGS,
+        check_checkpoint_path,
+        kept_until_saved,
+        model_file_problem,
+        remove_checkpoint,
+        save_model,
+    )
+    from ._report_files import check_output_folder
+    from ._search_report import parse_search_args, search_and_report
 
     regression = args.task == "regression"
     cv_only = args.cv is not None and not args.search
@@ -456,7 +462,7 @@ def _refuse_output_over_inputs(args) -> None:
 def predict_command(args) -> int:
     """``dsvm predict``: labels (or values, decision values, class probabilities) block by block into a file."""
     from ..svm import load_model
-    from .predictions import OUTPUT_SUFFIXES, prediction_problem, write_predictions
+    from ._predictions import OUTPUT_SUFFIXES, prediction_problem, write_predictions
 
     if Path(args.out).suffix.lower() not in OUTPUT_SUFFIXES:
         raise UserError(f"--out {args.out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")

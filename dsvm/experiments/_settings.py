@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..options import LANDMARK_METHODS
-from .datasets import C_PAPER, PAPER_DATASETS, PaperDataset
+from ._datasets import C_PAPER, PAPER_DATASETS, PaperDataset
 
 __all__ = ["DEFAULTS", "QUICK", "paper_config", "dataset_settings"]
 

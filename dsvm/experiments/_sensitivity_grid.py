@@ -11,8 +11,8 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from ..approx import fit_feature_map, make_kernel_spec, select_landmarks
 from ..blocks import as_row_blocks
 from ..solvers import solve
-from .datasets import signed_labels
-from .linear import LinearProblem
+from ._datasets import signed_labels
+from ._linear import LinearProblem
 
 logger = logging.getLogger(__name__)
 

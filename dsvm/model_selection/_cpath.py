@@ -27,7 +27,7 @@ from ..blocks import RowBlocks
 from ..problems import SquaredHingeOperator
 from ..solvers import resolve_hessian
 from ..svm import solve_with
-from .folds import MAX_SPLITS_PER_WORD, cv_confusion_block
+from ._folds import MAX_SPLITS_PER_WORD, cv_confusion_block
 
 logger = logging.getLogger(__name__)
 

@@ -30,9 +30,9 @@ from ..experiments import (
 )
 from ..io import open_dataset
 from ..svm import NystroemSVC, evaluate
-from .paper_report import paper_markdown, write_plots
-from .report import json_safe, machine_info
-from .report_files import claim_output_folder, write_report_file
+from ._paper_report import paper_markdown, write_plots
+from ._report import json_safe, machine_info
+from ._report_files import claim_output_folder, write_report_file
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Every key, at every level, is checked when a pipeline is loaded (a typo such
 as ``model: parms:`` is an error naming ``model.parms``), and so are the model
 parameters, the search grid and the paper experiments' settings; the inputs
 (and Clarabel, for the paper's structure benchmark) are checked before a run
-writes anything.  Nothing here reads data or talks to Dask: :mod:`dsvm.app.pipeline`
+writes anything.  Nothing here reads data or talks to Dask: :mod:`dsvm.app._pipeline`
 runs what this module has checked.
 """
 
@@ -25,8 +25,8 @@ from ..model_selection import check_search_landmarks, check_search_params
 from ..options import DTYPES
 from ..reference import require_clarabel
 from ..svm import NystroemSVC, check_params, param_names
-from .search_report import ALIASES, parse_search_args
-from .yaml_files import parse_yaml, read_yaml_file
+from ._search_report import ALIASES, parse_search_args
+from ._yaml_files import parse_yaml, read_yaml_file
 
 PIPELINE_KEYS = {"name", "description", "kind", "params", "output", "data", "preprocess", "model", "experiments",
                  "report"}
@@ -488,7 +488,7 @@ def _train_inputs(spec: dict[str, Any]) -> list[tuple[str, Path]]:
 
 
 def _paper_inputs(cfg: dict[str, Any]) -> list[tuple[str, Path]]:
-    """The LIBSVM files :func:`dsvm.app.paper.run_paper` will ingest, as it picks them."""
+    """The LIBSVM files :func:`dsvm.app._paper.run_paper` will ingest, as it picks them."""
     names = list(cfg["datasets"])
     if "structure" in cfg["parts"]:
         st = cfg["structure"]["dataset"]
