@@ -48,10 +48,31 @@ __all__ = ["KERNELS", "KernelSpec", "make_kernel_spec", "check_kernel_params", "
 class KernelSpec:
     """A kernel and its parameters (``gamma`` already resolved to a number).
 
-    rbf:     exp(-gamma ||x - x'||²)
-    poly:    (coef0 + gamma <x, x'>) ** degree
-    sigmoid: tanh(gamma <x, x'> + coef0)
-    linear:  <x, x'>
+    The kernels are those of scikit-learn's ``SVC``::
+
+        rbf:     exp(-gamma ||x - x'||²)
+        poly:    (coef0 + gamma <x, x'>) ** degree
+        sigmoid: tanh(gamma <x, x'> + coef0)
+        linear:  <x, x'>
+
+    Parameters
+    ----------
+    name : {"rbf", "poly", "sigmoid", "linear"}, default="rbf"
+    gamma : float, default=1.0
+    degree : int, default=3
+        Used by ``poly`` only.
+    coef0 : float, default=0.0
+        Used by ``poly`` and ``sigmoid``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dsvm import KernelSpec, kernel_matrix
+    >>> spec = KernelSpec("rbf", gamma=0.5)
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> kernel_matrix(X, X, spec).round(4)  # exp(-0.5 * 1) off the diagonal
+    array([[1.    , 0.6065],
+           [0.6065, 1.    ]])
     """
 
     name: str = "rbf"
@@ -427,6 +448,30 @@ def kernel_diagonal(X, spec: KernelSpec) -> np.ndarray:
 
 
 def kernel_matrix(X, Y, spec: KernelSpec) -> np.ndarray:
-    """Exact kernel matrix ``K(X, Y)`` in float64 (``Y`` dense)."""
+    """Exact kernel matrix ``K(X, Y)`` in float64.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse matrix of shape (n, p)
+    Y : array-like of shape (m, p)
+        Dense (converted to a float64 array).
+    spec : KernelSpec
+
+    Returns
+    -------
+    ndarray of shape (n, m), float64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dsvm import KernelSpec, kernel_matrix
+    >>> X = np.array([[1.0, 2.0], [0.0, 1.0]])
+    >>> kernel_matrix(X, X, KernelSpec("linear"))
+    array([[5., 2.],
+           [2., 1.]])
+    >>> kernel_matrix(X, X, KernelSpec("poly", gamma=1.0, degree=2, coef0=1.0))
+    array([[36.,  9.],
+           [ 9.,  4.]])
+    """
     prep = prepare_landmarks(np.asarray(Y, dtype=np.float64), spec, dtype=np.float64)
     return kernel_block(X, prep)

@@ -162,6 +162,25 @@ class FeatureMap:
     eigenvalues : ndarray (r,) — the kept eigenvalues of ``K(L, L)``, decreasing (eigen map),
         or ``diag(R)²`` (Cholesky map): the residual variance each landmark adds
     dtype : numpy dtype of the features
+
+    Features of rows ``X`` are ``K(X, components) @ normalization.T``, so that
+    ``F(X) F(Y)ᵀ`` approximates ``K(X, Y)``, exactly when ``Y`` are the
+    landmarks and none of their eigenvalues was cut.  Built by
+    :func:`fit_feature_map`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dsvm import KernelSpec, fit_feature_map, kernel_matrix
+    >>> spec = KernelSpec("rbf", gamma=0.5)
+    >>> landmarks = np.random.RandomState(0).normal(size=(20, 3))
+    >>> feature_map = fit_feature_map(landmarks, spec, dtype=np.float64)
+    >>> X = np.random.RandomState(1).normal(size=(5, 3))
+    >>> F_X, F_L = feature_map.transform_block(X), feature_map.transform_block(landmarks)
+    >>> F_X.shape
+    (5, 20)
+    >>> np.allclose(F_X @ F_L.T, kernel_matrix(X, landmarks, spec))
+    True
     """
 
     spec: KernelSpec
@@ -273,8 +292,32 @@ def fit_feature_map(
 ) -> FeatureMap:
     """Build the Nyström :class:`FeatureMap` for the given landmarks.
 
-    ``method="cholesky"`` is for landmarks chosen by pivoted Cholesky (in pivot
-    order); should ``K(L, L)`` still not factor, the eigen map is used.
+    Parameters
+    ----------
+    landmarks : ndarray of shape (k, p)
+    spec : KernelSpec
+    dtype : numpy dtype, default=numpy.float32
+        dtype of the features the map produces.
+    eig_rtol : float or None, default=None
+        Eigenvalues of ``K(L, L)`` at most ``eig_rtol`` times the largest are
+        cut (fewer features than landmarks); ``None`` picks ``1e-6`` for
+        float32 and ``1e-10`` for float64 features.
+    method : {"eigen", "cholesky"}, default="eigen"
+        ``"cholesky"`` is for landmarks chosen by pivoted Cholesky (in pivot
+        order); should ``K(L, L)`` still not factor, the eigen map is used.
+
+    Returns
+    -------
+    FeatureMap
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dsvm import KernelSpec, fit_feature_map
+    >>> landmarks = np.random.RandomState(0).normal(size=(20, 3))
+    >>> feature_map = fit_feature_map(landmarks, KernelSpec("rbf", gamma=0.5))
+    >>> feature_map.n_output, feature_map.dtype
+    (20, dtype('float32'))
     """
     if method not in FEATURE_MAPS:
         raise ValueError(f"method={method!r} is not a Nyström map; choose one of {FEATURE_MAPS}")
