@@ -290,15 +290,19 @@ def ingest(  # noqa: C901
         A LIBSVM / svmlight file, a CSV file, a Parquet file or a folder of
         them (``pip install 'dsvm[parquet]'``), an ``.npy`` file of X (labels
         via ``y=``), a pair of ``.npy`` paths, a pair ``(X, y)`` of numpy /
-        scipy.sparse / Dask arrays, or a pandas or Dask DataFrame (see
-        :mod:`dsvm.io._frames`: a Dask DataFrame is staged partition by
-        partition on the workers, never collected here).  Text files may be
-        gzip, xz or bzip2 compressed (recognised by their content).  Labels
-        may be numbers or class names (strings, see :mod:`dsvm.io._labels`).
+        scipy.sparse / Dask arrays, or a pandas or Dask DataFrame (a Dask
+        DataFrame is staged partition by partition on the workers, never
+        collected here).  Text files may be gzip, xz or bzip2 compressed
+        (recognised by their content).  Labels that are all numbers are
+        stored as numbers; as soon as one is not (``"setosa"``), every label
+        is a class name, its text (``1``, ``1.0`` and ``+1`` are one class
+        ``"1"``).
     target : path
-        Directory of the new dataset (a zarr v3 group, see :mod:`dsvm.io._layout`):
-        a local (or mounted) path; a URL target is refused (``ValueError``,
-        see :mod:`dsvm.io._replace`), while :func:`open_dataset` reads URLs.
+        Directory of the new dataset (a zarr v3 group, see the user guide's
+        out-of-core page): a local (or mounted) path.  A URL target is
+        refused (``ValueError``): object stores have no atomic rename, so a
+        failed write could not leave an old dataset intact.
+        :func:`open_dataset` reads URLs.
     format : {"libsvm", "csv", "npy", "parquet"}, optional
         Default: from the file name (``.libsvm``/``.svm``/``.svmlight``,
         ``.csv``/``.tsv``, ``.npy``, ``.parquet``/``.parq``/``.pq``, a folder
@@ -317,7 +321,9 @@ def ingest(  # noqa: C901
         ``zero_based_from`` saying how it was decided) and, by a fit, in the
         model, which refuses test data read with the other base.
     dense : bool, optional
-        Storage layout; default by density (see :mod:`dsvm.io._writer`).
+        Storage layout.  Default: dense rows stay dense; sparse rows are
+        stored dense when their density is at least
+        ``dsvm.io.dense-density`` (Dask config, default 0.25), else as CSR.
     chunk_rows, chunk_bytes : int, optional
         Rows per chunk, or target bytes per chunk (default 64 MiB).
     dtype : {"float32", "float64"}
@@ -382,12 +388,27 @@ def ingest(  # noqa: C901
     LIBSVM lines are ``label [qid:N] index:value ... [# comment]``; feature
     indices must be strictly increasing within a line (as LIBSVM and
     scikit-learn require), explicit zeros are kept, and labels and values must
-    be finite (see :mod:`dsvm.io._libsvm`).
+    be finite.
 
     The dataset is written under a hidden temporary name next to ``target``
     and renamed at the end; a failed or interrupted ingest leaves no dataset
     and removes its temporary files.  Text input is staged once on disk in
     that temporary directory (about the size of the stored dataset).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from dsvm import ingest
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "train.libsvm"), "w") as f:
+    ...     _ = f.write("+1 1:0.5 3:1\\n-1 2:1.5\\n+1 1:1 2:0.25 3:2\\n")
+    >>> ds = ingest(os.path.join(folder, "train.libsvm"), os.path.join(folder, "train.zarr"))
+    >>> ds.n_samples, ds.n_features, ds.classes
+    (3, 3, array([-1.,  1.]))
+    >>> ds.X.compute()
+    array([[0.5 , 0.  , 1.  ],
+           [0.  , 1.5 , 0.  ],
+           [1.  , 0.25, 2.  ]], dtype=float32)
     """
 
     started = time.perf_counter()
