@@ -76,7 +76,21 @@ class Dataset:
     sparse : bool
         Whether ``X`` is stored (and read) as CSR.
     attrs : dict
-        All attributes of the group (see :mod:`dsvm.io._layout`).
+        All attributes of the group (see the user guide's out-of-core page
+        for the layout on disk).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from dsvm import open_dataset, write_dataset
+    >>> path = os.path.join(tempfile.mkdtemp(), "small.zarr")
+    >>> _ = write_dataset(path, np.eye(4), np.array([0, 1, 0, 1]))
+    >>> ds = open_dataset(path)
+    >>> ds.n_samples, ds.n_features, ds.sparse, ds.classes
+    (4, 4, False, array([0, 1]))
+    >>> ds.X.sum(axis=0).compute()
+    array([1., 1., 1., 1.], dtype=float32)
     """
 
     path: str
@@ -361,6 +375,21 @@ def open_dataset(path: str | Path) -> Dataset:
     InvalidDatasetError
         If ``path`` is not a dsvm dataset, an array is missing, or shapes
         disagree with the attributes.  Damaged chunks raise it when read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from dsvm import InvalidDatasetError, make_classification_zarr, open_dataset
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = make_classification_zarr(os.path.join(folder, "synthetic.zarr"), n_samples=1000, n_features=5)
+    >>> ds = open_dataset(os.path.join(folder, "synthetic.zarr"))
+    >>> ds.X.shape, ds.X.dtype
+    ((1000, 5), dtype('float32'))
+    >>> try:
+    ...     open_dataset(folder)
+    ... except InvalidDatasetError:
+    ...     print("not a dataset")
+    not a dataset
     """
 
     # workers open the store by this path, in their own working directory
