@@ -402,10 +402,14 @@ def write_dataset(
         ``(n_samples, n_features)`` numeric data; Dask blocks may be numpy or
         scipy.sparse.
     y : array-like or dask.array.Array
-        ``(n_samples,)`` labels: numbers, or class names (strings), stored as
-        described in :mod:`dsvm.io._labels`.
+        ``(n_samples,)`` labels: numbers, or class names (strings).  Labels
+        that are all numbers are stored as numbers; as soon as one is not,
+        every label is a class name, its text (``1``, ``1.0`` and ``+1`` are
+        one class ``"1"``), and the dataset gives them back as strings.
     dense : bool, optional
-        Storage layout; ``None`` applies the rule of :mod:`dsvm.io._writer`.
+        Storage layout.  ``None``: dense rows stay dense; sparse rows are
+        stored dense when their density is at least ``dsvm.io.dense-density``
+        (Dask config, default 0.25), else as CSR.
     chunk_rows, chunk_bytes : int, optional
         Rows per chunk, or the target bytes per chunk (default 64 MiB).
     dtype : {"float32", "float64"}
@@ -422,6 +426,21 @@ def write_dataset(
     Returns
     -------
     Dataset
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from dsvm import write_dataset
+    >>> folder = tempfile.mkdtemp()
+    >>> X = sp.random(100, 50, density=0.02, format="csr", random_state=0)
+    >>> y = np.array(["spam", "ham"] * 50)
+    >>> ds = write_dataset(os.path.join(folder, "mail.zarr"), X, y)
+    >>> ds.sparse, ds.classes.tolist()
+    (True, ['ham', 'spam'])
+    >>> ds.y[:2].compute().tolist()
+    ['spam', 'ham']
     """
 
     check_dtype(dtype)
