@@ -195,6 +195,18 @@ def make_classification_zarr(
     -------
     Dataset
         Labels are -1 / +1 (int64), about half of each.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from dsvm import NystroemSVC, make_classification_zarr
+    >>> path = os.path.join(tempfile.mkdtemp(), "synthetic.zarr")
+    >>> ds = make_classification_zarr(path, n_samples=2000, n_features=5, random_state=0)
+    >>> ds.X.shape, ds.classes
+    ((2000, 5), array([-1,  1]))
+    >>> clf = NystroemSVC(n_components=50, random_state=0).fit(ds)
+    >>> bool(clf.score(ds.X, ds.y) > 0.8)
+    True
     """
 
     check_synthetic_options(n_samples, n_features, n_informative=n_informative, noise=noise, chunk_rows=chunk_rows,
