@@ -2,76 +2,17 @@
 
 :class:`NystroemSVCCV` returns what ``GridSearchCV(NystroemSVC(), param_grid)``
 returns (``cv_results_``, ``best_params_``, ``best_score_``,
-``best_estimator_``) but does not refit from scratch for every grid point and
-fold:
-
-* **landmarks once, nested.**  Uniform landmarks are drawn once for the
-  largest ``k`` of the grid; a smaller ``k`` uses the first ``k`` of them,
-  which are exactly the landmarks ``NystroemSVC(n_components=k)`` draws with
-  the same seed (:func:`dsvm.approx._landmarks.uniform_landmarks` is nested).  k-means
-  landmarks are not nested: they are computed once per ``k`` (and shared by
-  all ``gamma``).  ``"pivoted"`` landmarks (chosen with the kernel, so per
-  ``gamma``) and ``"active"`` ones (chosen by a first model on every row's
-  label) cannot be shared so: a search with them is refused
-  (:func:`check_search_landmarks`).
-* **kernel columns once per gamma.**  ``K(X, L_max)`` (``n x k_max``) is
-  computed once per ``gamma`` and *stored* (a :class:`~dsvm.problems.FeatureStore`:
-  persisted, spilled to zarr or recomputed, as for a fit); the Nyström
-  features of each ``k`` are the projection ``F_k = K[:, :k] · M_k`` of its
-  first ``k`` columns with ``M_k`` from the eigendecomposition of
-  ``K(L_k, L_k)`` (one ``n k r`` GEMM, no kernel evaluations).
-* **one feature matrix per (gamma, k)** shared by every ``C`` and every fold.
-  A fold model is the model of the fold's training rows *in the feature space
-  of the landmarks of all rows* (which have seen the held-out rows' inputs,
-  never their labels) — the one deliberate difference from ``GridSearchCV``,
-  whose fold models draw landmarks from the training rows.  In-memory data
-  split by a k-fold splitter is reordered once into blocks that never straddle
-  two folds, so a fold's training rows are the other folds' blocks (views, no
-  copy); otherwise (Dask input, overlapping splits) held-out rows get cost
-  zero, which for the L2-loss objective gives exactly the same model.
-* **warm starts and reused passes** (semismooth Newton, Gram variant).  Per
-  fold the ``C`` values are solved in increasing order, each from the
-  previous solution; there the loss, gradient and Gram matrix are the
-  previous solve's times ``C_new / C_old`` (same rows, same active set), so
-  the next solve opens without a pass over the data.  The first fold at the
-  smallest ``C`` starts from zero (smallest ``k``) or from the solution of the
-  next smaller nested ``k`` mapped into the larger feature space (same
-  decision function: :func:`~dsvm.model_selection._cpath.map_to_larger_k`); the other folds start from
-  the first fold's solution, their opening Gram matrices obtained from the
-  first fold's by exchanging the rows of the two held-out folds (passes over
-  those two folds' rows instead of one over all training rows), and at each
-  further ``C`` continue their own path or restart from the first fold's
-  solution for that ``C``, whichever has the lower objective.  Other solvers
-  (``tron``, ``dcd``, ``pegasos``) or ``hessian="cg"`` get the same order and
-  starting points where they take one.
-* **one scoring pass** per (gamma, k): held-out confusion matrices of all
-  folds and all ``C`` at once.
-* **a warm-started refit.**  ``best_estimator_`` is fitted like
-  ``NystroemSVC(**best_params_).fit(X, y)`` — same landmarks, same model to
-  the solver's tolerance — but its Newton solve starts from the mean of the
-  best candidate's fold models, mapped into its feature space
-  (:func:`~dsvm.model_selection._cpath.refit_start`; only when the refit draws the same landmarks as the
-  search, i.e. an integer ``random_state``).
-
-``benchmarks/bench_search.py`` compares the wall and CPU time with
-``GridSearchCV(NystroemSVC())`` on the same folds.
-
-Distribution: every pass (solver iterations, scoring) runs block-wise on the
-active Dask scheduler like a fit does; with ``n_jobs > 1`` the folds of a
-(gamma, k) after the first are solved concurrently from client threads, so
-their passes overlap on the cluster (no gain on an in-memory fit, whose
-blocks already run in parallel threads).  The fold assignment lives on the
-client: the labels (4 bytes per row, to stratify) and one packed role vector
-(8 bytes per row for up to 32 splits) — the same order of memory as
-scikit-learn's splitters need; the fold-block layout of in-memory data holds
-one reordered copy of ``X``.
-
-Memory: per gamma the kernel columns ``n x k_max`` and per (gamma, k) the
-features ``n x r``, each kept where ``feature_store`` says (as in a fit).
-
-Other parameters in ``param_grid`` (``class_weight``, ``kernel``, ...) are
-searched too: each combination of them is a separate search of the kind
-above.
+``best_estimator_``) with one deliberate difference: a fold model is fitted in
+the feature space of the landmarks of *all* rows (which have seen the held-out
+rows' inputs, never their labels).  That is what lets the work be shared:
+landmarks drawn once (uniform ones nested over ``k``), kernel columns stored
+once per ``gamma``, one feature matrix per ``(gamma, k)`` for every ``C`` and
+fold, the ``C`` path warm-started, one scoring pass per ``(gamma, k)`` and a
+warm-started refit.  Landmarks that depend on ``gamma`` or on the labels
+(``"pivoted"``, ``"active"``) cannot be shared and are refused.  Every pass
+runs block-wise on the active Dask scheduler, as a fit's does.  The design,
+step by step, is in the documentation's architecture page ("How the
+cross-validated search reuses work").
 """
 
 from __future__ import annotations
@@ -179,7 +120,7 @@ class NystroemSVCCV(ClassifierMixin, BaseEstimator):
     Equivalent to ``GridSearchCV(NystroemSVC(**params), param_grid, cv=cv,
     scoring=scoring)`` but shares the landmarks, the kernel columns and the
     feature matrix between grid points and folds and warm-starts the ``C``
-    path (see :mod:`dsvm.model_selection`).  The one difference in what is computed: a
+    path.  The one difference in what is computed: a
     fold model uses the landmarks (and Nyström map) of *all* rows, where
     ``GridSearchCV`` would draw them from the fold's training rows; so does
     the ``scale`` step, whose statistics come from all rows (it is not a
@@ -235,6 +176,20 @@ solver_options, random_state, scale
     classes_, n_features_in_
     search_stats_ : dict
         Seconds spent per stage, number of solves, Newton iterations, passes.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from dsvm import NystroemSVCCV
+    >>> X, y = make_moons(n_samples=300, noise=0.2, random_state=0)
+    >>> search = NystroemSVCCV({"C": [0.01, 10], "n_components": [20, 50]}, cv=3,
+    ...                        random_state=0).fit(X, y)
+    >>> search.best_params_["C"]
+    10
+    >>> len(search.cv_results_["params"]), search.n_splits_
+    (4, 3)
+    >>> search.best_estimator_.score(X, y) > 0.9
+    True
     """
 
     def __init__(
