@@ -38,7 +38,14 @@ class UserError(ValueError):
 
 
 class NoWorkersError(RuntimeError):
-    """The distributed cluster has had no worker for longer than ``dsvm.no-worker-timeout``."""
+    """The distributed cluster has had no worker for longer than ``dsvm.no-worker-timeout``.
+
+    Examples
+    --------
+    >>> from dsvm import NoWorkersError
+    >>> issubclass(NoWorkersError, RuntimeError)
+    True
+    """
 
 
 class WorkerMemoryError(MemoryError):
@@ -51,19 +58,65 @@ class WorkersPausedError(MemoryError):
 
 
 class InvalidDatasetError(ValueError):
-    """A path is not a readable dsvm dataset, or a chunk of it is corrupted."""
+    """A path is not a readable dsvm dataset, or a chunk of it is corrupted.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dsvm import InvalidDatasetError, open_dataset
+    >>> try:
+    ...     open_dataset(tempfile.mkdtemp())  # an empty folder
+    ... except InvalidDatasetError:
+    ...     print("not a dsvm dataset")
+    not a dsvm dataset
+    """
 
 
 class InputFileError(ValueError):
-    """An input file cannot be read as data; the message names the file (and the line)."""
+    """An input file cannot be read as data; the message names the file (and the line).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from dsvm import InputFileError, ingest
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "bad.libsvm"), "w") as f:
+    ...     _ = f.write("+1 1:0.5\\n-1 2:abc\\n")
+    >>> try:
+    ...     ingest(os.path.join(folder, "bad.libsvm"), os.path.join(folder, "bad.zarr"))
+    ... except InputFileError as error:
+    ...     print(error)
+    bad.libsvm:2: cannot parse '2:abc' in line '-1 2:abc'
+    """
 
 
 class ModelFileError(ValueError):
-    """A model or checkpoint file is missing, corrupted, foreign or inconsistent."""
+    """A model or checkpoint file is missing, corrupted, foreign or inconsistent.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from dsvm import ModelFileError, load_model
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("not a model")
+    >>> try:
+    ...     load_model(path)
+    ... except ModelFileError:
+    ...     print("refused")
+    refused
+    """
 
 
 class CheckpointMismatchError(ValueError):
-    """The checkpoint belongs to other data or other parameters, or cannot be read or written."""
+    """The checkpoint belongs to other data or other parameters, or cannot be read or written.
+
+    Examples
+    --------
+    >>> from dsvm import CheckpointMismatchError
+    >>> issubclass(CheckpointMismatchError, ValueError)
+    True
+    """
 
 
 class ClusterSpecError(ValueError):
@@ -85,26 +138,87 @@ class NotDsvmOutputError(FileExistsError):
 class NonFiniteError(ValueError):
     """A computation gave NaN or infinity from finite input: a kernel block, the Nyström map, a solver's
     objective or gradient, or decision values.  The message names where it arose (the rows, the stage, the
-    iteration) and what to change; nothing is labelled or saved from it."""
+    iteration) and what to change; nothing is labelled or saved from it.
+
+    Every error a user can cause is one of dsvm's error types (or a plain
+    ``ValueError`` / ``OSError``), each a subclass of the built-in error it
+    refines, so ``except ValueError`` still catches it.
+
+    Examples
+    --------
+    >>> from dsvm import NonFiniteError
+    >>> try:
+    ...     raise NonFiniteError("kernel block of rows 0-99: NaN; scale the features")
+    ... except ValueError as error:
+    ...     print(type(error).__name__, "-", error)
+    NonFiniteError - kernel block of rows 0-99: NaN; scale the features
+    """
 
 
 class DenseLandmarksError(MemoryError):
     """The landmarks, kept dense (``k x n_features``), would need more memory than there is; refused before
-    anything of that size is allocated."""
+    anything of that size is allocated.
+
+    Examples
+    --------
+    >>> from dsvm import DenseLandmarksError
+    >>> issubclass(DenseLandmarksError, MemoryError)
+    True
+    """
 
 
 class MixedScalesWarning(UserWarning):
     """The columns of X have scales orders of magnitude apart and no ``scale=`` was chosen: a kernel with one
-    ``gamma`` then sees only the widest columns."""
+    ``gamma`` then sees only the widest columns.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from dsvm import MixedScalesWarning, NystroemSVC
+    >>> X = np.random.RandomState(0).normal(size=(200, 2)) * [1.0, 1e4]
+    >>> y = (X[:, 0] > 0).astype(int)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = NystroemSVC(n_components=20, random_state=0).fit(X, y)
+    >>> any(issubclass(w.category, MixedScalesWarning) for w in caught)
+    True
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = NystroemSVC(n_components=20, scale="standard", random_state=0).fit(X, y)
+    >>> any(issubclass(w.category, MixedScalesWarning) for w in caught)
+    False
+    """
 
 
 class OneClassFitWarning(UserWarning):
     """A fitted classifier predicts one class for every training row (the model has learnt nothing but the
-    class balance)."""
+    class balance).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from dsvm import NystroemSVC, OneClassFitWarning
+    >>> X = np.random.RandomState(0).normal(size=(200, 2))
+    >>> y = np.r_[np.zeros(190, int), np.ones(10, int)]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = NystroemSVC(n_components=20, C=1e-4, random_state=0).fit(X, y)
+    >>> any(issubclass(w.category, OneClassFitWarning) for w in caught)
+    True
+    """
 
 
 class DiskFullError(OSError):
-    """The disk (or the quota) filled while dsvm was writing; nothing half-written is left."""
+    """The disk (or the quota) filled while dsvm was writing; nothing half-written is left.
+
+    Examples
+    --------
+    >>> from dsvm import DiskFullError
+    >>> issubclass(DiskFullError, OSError)
+    True
+    """
 
     def __str__(self) -> str:
         return str(self.strerror)
