@@ -198,9 +198,12 @@ def show_progress(enabled: bool = True, level: int = logging.INFO) -> None:
 
     Examples
     --------
-    >>> import dsvm
-    >>> dsvm.show_progress()  # doctest: +SKIP
-    >>> dsvm.NystroemSVC().fit(X, y)  # doctest: +SKIP
+    >>> import logging
+    >>> from dsvm import show_progress
+    >>> show_progress()  # fits, ingests and predictions now report on stderr
+    >>> logging.getLogger("dsvm").isEnabledFor(logging.INFO)
+    True
+    >>> show_progress(False)  # and the dsvm logger is as it was
     """
     global _SHOWN
     _SHOWN = bool(enabled)
