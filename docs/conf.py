@@ -84,20 +84,6 @@ def _cluster_links(app, relative_path, parent_docname, content):
         content[0] = _CLUSTER_FILE_LINK.sub(r"](../../cluster/\g<name>)", content[0])
 
 
-# A parameter type such as ``ndarray of shape (k, n_features_in_)`` would be read as reST, where a word
-# ending in "_" is a link to a target of that name ("Unknown target name"): in the type part of a
-# numpydoc field line, such a word is escaped before numpydoc and docutils see it.
-_FIELD = re.compile(r"^(?P<head>\s*[\w*][\w*, ]* : )(?P<type>.+)$")
-_TRAILING_UNDERSCORE = re.compile(r"(?<![`\\])\b(?P<word>[A-Za-z]\w*[A-Za-z0-9])_(?![\w`])")
-
-
-def _escape_type_underscores(app, what, name, obj, options, lines):
-    for i, line in enumerate(lines):
-        m = _FIELD.match(line)
-        if m:
-            lines[i] = m["head"] + _TRAILING_UNDERSCORE.sub(r"\g<word>\\_", m["type"])
-
-
 def _skip_metadata_requests(app, what, name, obj, skip, options):
     """scikit-learn's generated ``set_*_request`` methods: documented by scikit-learn, not here."""
     if name.startswith("set_") and name.endswith("_request"):
@@ -108,4 +94,3 @@ def _skip_metadata_requests(app, what, name, obj, skip, options):
 def setup(app):
     app.connect("autodoc-skip-member", _skip_metadata_requests)
     app.connect("include-read", _cluster_links)
-    app.connect("autodoc-process-docstring", _escape_type_underscores, priority=400)
