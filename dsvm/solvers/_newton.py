@@ -109,9 +109,10 @@ def _refined_float32_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     Each refinement step solves for the float64 residual ``rhs − H x`` with the
     float32 factor and gains about ``−log10(κ · 2⁻²⁴)`` digits; the Newton
     matrices of ijcnn1 (κ ~ 10⁴ after diagonal scaling) reach 1e-10 in 2–3
-    steps.  Measured on ijcnn1's Newton systems (one thread, shared machine):
-    order 1862, 32 ms against 48 ms for the float64 factorisation; order
-    2602, 75–160 ms against 110–220 ms.  None when the factor does not exist
+    steps.  A float32 factorisation does the same flops at about twice the
+    float64 rate, so above :data:`MIXED_PRECISION_ORDER` factor and refinement
+    together cost less than the float64 factorisation (the documentation's
+    performance page lists the measurements).  None when the factor does not exist
     or the refinement stalls (κ near 1/eps32): the caller then factors in float64.
     """
     try:
