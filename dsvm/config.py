@@ -34,8 +34,8 @@ task-memory-share
     each worker really has (see :mod:`dsvm.blocks._resources`).
 worker-heap-bytes
     Memory a worker keeps during a computation besides its data and its
-    tasks' arrays (allocator fragmentation, caches; measured about 64 MiB),
-    counted by the check of the workers' memory before the work.
+    tasks' arrays (allocator fragmentation, caches), counted by the check of
+    the workers' memory before the work.
 no-worker-timeout
     Seconds a fit waits on a distributed cluster that has no worker left
     before failing with a clear error (lost workers are otherwise replaced by
@@ -74,9 +74,9 @@ DEFAULTS: dict[str, Any] = {
     "direct-io": True,
     "feature-store-dtype": "float32",
     "memory-fraction": 0.4,
-    # a distributed task costs the scheduler 1-3 ms on a small host: 256 MiB blocks (b = 2^25 / k rows)
-    # halve the tasks of every pass against 128 MiB (a fit of 1M x 28 at k = 500 on the default local
-    # cluster: 7.0-7.5 s against 7.8 s), at 12 b k bytes per thread where memory allows it
+    # every distributed task costs the scheduler a fixed overhead: 256 MiB blocks (b = 2^25 / k rows)
+    # halve the tasks of every pass against 128 MiB, at 12 b k bytes per thread where memory allows it
+    # (timings in the documentation's performance page)
     "block-bytes": 256 * 2**20,
     "task-memory-share": 16,
     "disk-bandwidth": 1.0e9,
