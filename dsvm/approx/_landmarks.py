@@ -127,8 +127,8 @@ def first_unique(rows: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if rows.shape[1] == 0:
         return np.zeros(1, dtype=np.int64)  # all rows are the same empty row
-    # Each row as one opaque item compared by its bytes: 8x faster than np.unique(axis=0)
-    # (20,000 rows of w8a: 0.28 s against 2.3 s).  Adding 0.0 turns -0.0 into 0.0, which
+    # Each row as one opaque item compared by its bytes: one sort of fixed-size keys instead of
+    # np.unique(axis=0)'s lexicographic sort over columns.  Adding 0.0 turns -0.0 into 0.0, which
     # would otherwise differ by bytes while equal in value.
     flat = np.ascontiguousarray(np.asarray(rows, dtype=np.float64) + 0.0)
     items = flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()

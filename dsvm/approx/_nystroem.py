@@ -8,7 +8,7 @@ Two maps span the same feature space (``F Fᵀ = K(X, L) K(L, L)⁻¹ K(L, X)``)
 * Cholesky map, for landmarks chosen by pivoted Cholesky (independent by
   construction): ``K(L, L) = Rᵀ R`` and ``M = R⁻¹``, upper triangular
   (``r = k``).  Its factorisation costs ``k³/3`` flops instead of the
-  eigendecomposition's ~``9 k³`` (0.05 s against 0.9 s at k = 2000 here), and
+  eigendecomposition's ~``9 k³``, and
   the projection is a triangular product (TRMM, ``n k²`` flops instead of
   ``2 n k²``).
 
@@ -55,8 +55,8 @@ from ._kernels import (
 logger = logging.getLogger(__name__)
 
 # A kernel slab of about this many bytes: the projection GEMM needs about a thousand rows or more to
-# run near the machine's GEMM rate (measured on 2 cores with AVX-512, float32, share of a 3000² GEMM:
-# 0.73 at k = 2000 with 1 MiB slabs, 0.95 with 8 MiB; 0.81 at k = 1000; unchanged at k <= 500)
+# run near the machine's GEMM rate, and 8 MiB stays well inside a core's share of the cache hierarchy
+# for k up to a few thousand (measurements in the documentation's performance page)
 SLAB_BYTES = 8 * 2**20
 MAX_SLAB_ROWS = 8192
 
