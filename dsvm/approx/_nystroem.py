@@ -55,8 +55,8 @@ from ._kernels import (
 logger = logging.getLogger(__name__)
 
 # A kernel slab of about this many bytes: the projection GEMM needs about a thousand rows or more to
-# run near the machine's GEMM rate, and 8 MiB stays well inside a core's share of the cache hierarchy
-# for k up to a few thousand (measurements in the documentation's performance page)
+# run near the machine's GEMM rate, which 8 MiB gives up to k = 2000 in float32 (1024 rows), while
+# MAX_SLAB_ROWS bounds the slab at small k (measurements in the documentation's performance page)
 SLAB_BYTES = 8 * 2**20
 MAX_SLAB_ROWS = 8192
 
