@@ -214,10 +214,9 @@ def uniform_landmarks(X: RowBlocks, k: int, random_state=None) -> Landmarks:
     return Landmarks(components=seen_rows[:k], indices=seen_idx[:k], method="uniform", n_passes=passes)
 
 
-# Sample rows per centre.  Measured at k = 2000 (three seeds each, one full Lloyd pass): ijcnn1
-# 98.81 % with 10 rows per centre against 98.65 % with 5 (uniform landmarks: 98.72 %); Lloyd
-# iterations on the sample before the full pass did not help (1, 3, 5 iterations: 98.76, 98.74,
-# 98.76 %; w8a 98.87 % with one against 98.89 % without) and cost up to half the k-means time.
+# Sample rows per centre: k-means++ seeds need several candidate rows per centre to beat uniform
+# landmarks, and Lloyd iterations on the sample before the full pass are not run (they did not
+# improve accuracy and cost up to half the k-means time; see the documentation's performance page).
 KMEANS_SAMPLE_FACTOR = 10
 KMEANS_SAMPLE_MIN = 10_000  # ... and at least this many (all rows of smaller data)
 KMEANS_SEED_ROUNDS = 32  # k-means++ seeding draws the centres in this many batches
@@ -279,7 +278,7 @@ def kmeanspp_seeds(S: np.ndarray, k: int, rng: np.random.RandomState, rounds: in
     squared distance to the nearest centre so far (D² sampling), then updates
     those distances with one product against the batch: ``m k p`` flops in
     all, a GEMM, where the one-at-a-time k-means++ reads the sample once per
-    centre (memory-bound; it took minutes at k = 2000 on w8a).
+    centre (memory-bound: ``k`` passes over the sample).
     """
     m = S.shape[0]
     batch = max(1, -(-k // rounds))
@@ -336,8 +335,8 @@ PIVOT_CANDIDATES = 160  # rows with the largest residuals considered per block
 # float32, whose rounding puts about this much noise into 1 − ‖g‖² at k in the thousands.
 PIVOT_FLOOR = 1e-4
 # The first landmarks are the first rows of the (uniform) pool, the rest greedy: pure greedy
-# pivoting spends its first landmarks on the rows farthest from all others.  On ijcnn1
-# (5 seeds) k = 1000 reached 98.52 % greedy-only and 98.65 % with this share uniform.
+# pivoting spends its first landmarks on the rows farthest from all others, which a uniform share
+# balances (measurements in the documentation's performance page).
 PIVOT_UNIFORM_SHARE = 0.1
 
 
@@ -442,12 +441,11 @@ def pivoted_landmarks(X: RowBlocks, k: int, spec: KernelSpec, random_state=None,
     ``PIVOT_POOL_BYTES``).  The first ``PIVOT_UNIFORM_SHARE · k`` landmarks
     are pool rows drawn uniformly; each further one is the pool row worst
     approximated by the landmarks before it (:func:`pivoted_cholesky_pivots`),
-    so that no landmark repeats what the others already span.  Measured on
-    ijcnn1 (γ = 2, five seeds): k = 1500 pivoted landmarks reach 98.85 %
-    test accuracy against 98.67 % for uniform ones (k = 2000 uniform:
-    98.72 %).  Greedy pivoting favours rows far from all others: at small k
-    (ijcnn1, k = 300: 95.0 % against 96.5 %) and on binary data with many
-    isolated rows (w8a) uniform or ``"active"`` landmarks do better.  The
+    so that no landmark repeats what the others already span: on dense,
+    low-dimensional data fewer landmarks reach the accuracy of uniform ones.
+    Greedy pivoting favours rows far from all others: at small k and on
+    binary data with many isolated rows uniform or ``"active"`` landmarks do
+    better (measurements in the documentation's performance page).  The
     landmarks come in pivot order, in which ``K(L, L)`` has a
     well-conditioned Cholesky factor.
     """

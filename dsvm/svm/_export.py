@@ -12,7 +12,7 @@ skl2onnx.
 
 dsvm computes the features in the model's ``dtype`` (float32 by default)
 and scikit-learn in float64, so decision values agree to float32 round-off
-(about 1e-5 on a9a), exactly for ``dtype="float64"`` models.
+(relative to the features' magnitude), exactly for ``dtype="float64"`` models.
 """
 
 from __future__ import annotations
