@@ -421,13 +421,20 @@ class NystroemBase(BaseEstimator):
         return lazy_result(model_decisions(self, X))
 
     def to_sklearn(self):
-        """The equivalent fitted scikit-learn ``Pipeline`` (``[scaler →] Nystroem → LinearSVC | LinearSVR``);
-        see :func:`dsvm.svm._export.to_sklearn`."""
+        """The equivalent fitted scikit-learn ``Pipeline`` (``[scaler →] Nystroem → LinearSVC | LinearSVR``).
+
+        Its predictions are the model's; its decision values agree with the
+        model's to float32 round-off for a float32 model (scikit-learn
+        computes in float64), exactly for a ``dtype="float64"`` one.
+        """
         return to_sklearn(self)
 
     def to_onnx(self, dtype="float32", target_opset: int | None = None):
-        """The model as an ONNX graph (an ``onnx.ModelProto``), through skl2onnx; see
-        :func:`dsvm.svm._onnx_export.to_onnx` (``pip install 'dsvm[onnx]'``)."""
+        """The model as an ONNX graph (an ``onnx.ModelProto``), through skl2onnx (``pip install 'dsvm[onnx]'``).
+
+        The graph's input and outputs are those of :func:`dsvm.export_onnx`,
+        which writes it to a file.
+        """
         return to_onnx(self, dtype=dtype, target_opset=target_opset)
 
     def __sklearn_tags__(self):
