@@ -153,7 +153,8 @@ solver_options, random_state, scale
         Parameters of every :class:`~dsvm.NystroemSVC` fitted; those named in
         ``param_grid`` are searched (all but ``scale``).  ``probability`` only affects the refit
         ``best_estimator_``.  ``landmarks`` is ``"uniform"`` or ``"kmeans"``
-        (:data:`SEARCH_LANDMARKS`).
+        (the landmarks of other methods depend on ``gamma`` or on the labels,
+        so a search could not share them).
 
     Attributes
     ----------
