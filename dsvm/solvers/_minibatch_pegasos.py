@@ -34,8 +34,7 @@ x̄_{t−1} + ρ_t x_t`` with ``ρ_t = 2 / (t + 1)`` (weights proportional to
 ``t``; Lacoste-Julien, Schmidt & Bach 2012): with ``1/(λ t)`` steps the last
 iterate swings far around the optimum while the average converges at the
 ``O(1/(λ T))`` rate and its objective falls steadily, which makes the
-stopping test below meaningful.  On splice (C = 10, k = 300) ten epochs gave
-52.97 % test accuracy from the last iterate and 81.8 % from the average.
+stopping test below meaningful.
 
 When to stop.  The step-size scale is ``1/λ = C n`` steps: before that the
 steps are longer than one and the iterate is still dominated by them.  The
