@@ -2,6 +2,8 @@
 
 Functions over complexity 12 carry ``# noqa: C901`` and functions over 80 lines are listed by name; the
 step fails when either count exceeds its baseline below.  Lower a baseline when a change removes one.
+A function's length is its lines without its docstring: a reader holds the code, and a numpydoc
+docstring with an Examples section (which every public name has) should not count against it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = ["dsvm", "tests", "benchmarks", "docs"]
 MAX_COMPLEX_NOQA = 17   # functions of complexity > 12 (each marked `# noqa: C901`)
-MAX_OVER_80_LINES = 16  # functions longer than 80 lines in dsvm/
+MAX_OVER_80_LINES = 9  # functions longer than 80 lines (docstring excluded) in dsvm/
 
 
 def long_functions(package: Path, limit: int) -> list[str]:
@@ -23,6 +25,8 @@ def long_functions(package: Path, limit: int) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1
+                if ast.get_docstring(node, clean=False) is not None:
+                    length -= node.body[0].end_lineno - node.body[0].lineno + 1
                 if length > limit:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)")
     return found
