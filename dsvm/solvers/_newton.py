@@ -107,9 +107,9 @@ def _refined_float32_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     """``H⁻¹ rhs`` by a float32 Cholesky factor and float64 iterative refinement, or None.
 
     Each refinement step solves for the float64 residual ``rhs − H x`` with the
-    float32 factor and gains about ``−log10(κ · 2⁻²⁴)`` digits; the Newton
-    matrices of ijcnn1 (κ ~ 10⁴ after diagonal scaling) reach 1e-10 in 2–3
-    steps.  A float32 factorisation does the same flops at about twice the
+    float32 factor and gains about ``−log10(κ · 2⁻²⁴)`` digits: about three at
+    κ ~ 10⁴, so a Newton matrix of that condition reaches :data:`REFINE_RTOL`
+    in a few of the :data:`MAX_REFINE` steps.  A float32 factorisation does the same flops at about twice the
     float64 rate, so above :data:`MIXED_PRECISION_ORDER` factor and refinement
     together cost less than the float64 factorisation (the documentation's
     performance page lists the measurements).  None when the factor does not exist
