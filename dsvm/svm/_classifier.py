@@ -81,8 +81,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     hessian : {"auto", "gram", "cg"}, default="auto"
         How Newton systems are solved: Cholesky on the Gram matrix of the active
         rows (one pass per iteration), CG with distributed Hessian-vector
-        products (one pass per CG step), or chosen by a cost model
-        (:func:`dsvm.solvers.choose_hessian`).
+        products (one pass per CG step), or chosen by a cost model (``"auto"``:
+        the Gram matrix while its passes and factorisations are estimated to
+        cost less than CG's passes, CG always above ``k = 8192``).
     tol : float, default=1e-4
         Stop when ``‖∇Φ‖ ≤ tol · ‖∇Φ(0)‖``.
     max_iter : int, default=100
@@ -112,7 +113,8 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         from ``X`` every pass.
         ``"auto"`` keeps them in memory when they take at most
         ``dsvm.memory-fraction`` of it and otherwise picks the cheaper of the
-        other two (:func:`dsvm.problems.plan_feature_store`).
+        other two: ``"recompute"`` when the kernel products plus reading
+        ``X`` take less time than reading the features back from disk.
     block_rows : int or None, default=None
         Rows per block when splitting in-memory input (``None``: about 64 MiB
         of features per block, split further so that every core gets blocks;
