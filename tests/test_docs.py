@@ -57,3 +57,31 @@ def test_the_python_blocks_of_the_getting_started_and_kernels_pages_run(tmp_path
         assert done.returncode == 0, (page, done.stderr[-2000:])
     assert (tmp_path / "moons.npz").is_file(), "the getting-started fit saves its model"
     assert (tmp_path / "moons.csv").read_text().count("\n") == 5000, "the command-line fit's data are written"
+
+
+def test_every_dotted_dsvm_name_the_pages_give_resolves():
+    """A ``dsvm.<package>.<name>`` the README or a page names is importable (names move when modules are renamed)."""
+    import importlib
+
+    repo = DOCS.parent
+    pages = [repo / "README.md", *DOCS.glob("*.md"), *DOCS.glob("user_guide/*.md"), *DOCS.glob("*.rst")]
+    named = {(page.name, name) for page in pages
+             for name in re.findall(r"`(dsvm(?:\.\w+)+)(?=[`(\[])", page.read_text(encoding="utf-8"))}
+    assert len(named) > 5, named
+    missing = []
+    for page, dotted in sorted(named):
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for attr in parts[cut:]:
+                    obj = getattr(obj, attr)
+            except AttributeError:
+                missing.append(f"{page}: {dotted}")
+            break
+        else:
+            missing.append(f"{page}: {dotted}")
+    assert not missing, missing
