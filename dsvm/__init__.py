@@ -8,9 +8,7 @@ ARCHITECTURE.md): ``dsvm.blocks``, ``dsvm.approx``, ``dsvm.problems``,
 ``dsvm.experiments``, ``dsvm.app`` and the module ``dsvm.reference``.
 """
 
-import importlib
-
-from .lazy import defer_sparse_chunk_type
+from .lazy import defer_sparse_chunk_type, lazy_names
 
 defer_sparse_chunk_type()  # before anything imports dask.array: no pydata sparse and numba (dsvm.lazy)
 
@@ -54,15 +52,10 @@ _SUBPACKAGES = ("app", "approx", "blocks", "experiments", "io", "model_selection
 __all__ = list(_PUBLIC) + ["__version__"]
 
 
-def __getattr__(name: str):
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value
-        return value
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'dsvm' has no attribute {name!r}")
+# one name table; the names load on first use through the one lazy mechanism (dsvm.lazy.lazy_names)
+_BY_PACKAGE: dict[str, tuple[str, ...]] = {}
+for _name, _package in _PUBLIC.items():
+    _BY_PACKAGE[_package] = (*_BY_PACKAGE.get(_package, ()), _name)
+del _name, _package
 
-
-def __dir__():
-    return sorted([*__all__, *_SUBPACKAGES, "config"])
+__getattr__, __dir__ = lazy_names(__name__, _BY_PACKAGE, globals(), subpackages=(*_SUBPACKAGES, "config"))

@@ -26,12 +26,16 @@ from collections.abc import Callable
 _CHUNK_TYPES = "dask.array.chunk_types"
 
 
-def lazy_names(package: str, modules: dict[str, tuple[str, ...]], namespace: dict) -> tuple[Callable, Callable]:
+def lazy_names(package: str, modules: dict[str, tuple[str, ...]], namespace: dict,
+               subpackages: tuple[str, ...] = ()) -> tuple[Callable, Callable]:
     """``(__getattr__, __dir__)`` for a package that exports ``modules``' names (module, relative to
-    ``package``, -> the names it defines); a name is imported on first use and kept in ``namespace``."""
+    ``package`` or absolute, -> the names it defines); a name is imported on first use and kept in
+    ``namespace``.  ``subpackages`` are imported when first named as attributes (``dsvm.svm``)."""
     owner = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str):
+        if name in subpackages:
+            return importlib.import_module(f"{package}.{name}")
         module = owner.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -40,7 +44,7 @@ def lazy_names(package: str, modules: dict[str, tuple[str, ...]], namespace: dic
         return value
 
     def __dir__():
-        return sorted(namespace.get("__all__", owner))
+        return sorted([*namespace.get("__all__", owner), *subpackages])
 
     return __getattr__, __dir__
 
