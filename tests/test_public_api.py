@@ -67,3 +67,21 @@ def test_the_command_line_loads_no_heavy_library():
             "'sklearn', 'scipy', 'dask.array', 'distributed', 'zarr') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
+
+
+def test_estimator_parameters_are_keyword_only():
+    """Constructor arguments are keyword-only (as in scikit-learn): a positional value is a TypeError, not a
+    silent assignment to whichever parameter comes first."""
+    import inspect
+
+    import pytest
+
+    import dsvm
+
+    for cls in (dsvm.NystroemSVC, dsvm.NystroemSVR, dsvm.PegasosSVC):
+        params = list(inspect.signature(cls).parameters.values())
+        assert params and all(p.kind is p.KEYWORD_ONLY for p in params), cls
+        with pytest.raises(TypeError):
+            cls("rbf")
+    search = inspect.signature(dsvm.NystroemSVCCV).parameters.values()
+    assert [p.name for p in search if p.kind is not p.KEYWORD_ONLY] == ["param_grid"]

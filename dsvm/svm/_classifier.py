@@ -203,6 +203,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
 
     def __init__(
         self,
+        *,
         kernel="rbf",
         gamma="scale",
         degree=3,

@@ -198,6 +198,7 @@ class PegasosSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self,
+        *,
         kernel="rbf",
         gamma="scale",
         degree=3,

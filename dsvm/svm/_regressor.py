@@ -84,6 +84,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
 
     def __init__(
         self,
+        *,
         kernel="rbf",
         gamma="scale",
         degree=3,
