@@ -85,3 +85,20 @@ def test_every_dotted_dsvm_name_the_pages_give_resolves():
         else:
             missing.append(f"{page}: {dotted}")
     assert not missing, missing
+
+
+def test_the_configuration_table_lists_every_dask_config_key():
+    """Every ``dsvm.*`` key of dask.config that dsvm defines is a row of the configuration page, and every row
+    is a key dsvm defines."""
+    from dsvm.config import DEFAULTS
+
+    def keys(tree, prefix="dsvm"):
+        for name, value in tree.items():
+            if isinstance(value, dict):
+                yield from keys(value, f"{prefix}.{name}")
+            else:
+                yield f"{prefix}.{name}"
+
+    text = (DOCS / "user_guide" / "configuration.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(dsvm\.[\w.-]+)` \|", text, flags=re.M))
+    assert rows == set(keys(DEFAULTS)), (sorted(set(keys(DEFAULTS)) - rows), sorted(rows - set(keys(DEFAULTS))))
