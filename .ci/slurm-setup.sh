@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a single-node SLURM (munge + slurmctld + slurmd) on this machine, for
-# tests/test_slurm.py.  Debian/Ubuntu only; needs root.  Idempotent: when the
+# tests/integration/test_slurm.py.  Debian/Ubuntu only; needs root.  Idempotent: when the
 # node already answers as idle it returns at once.  Exits non-zero with one
 # clear message when it cannot (not root, no apt, packages unavailable, the
 # daemons do not come up); CI then skips the SLURM tests.

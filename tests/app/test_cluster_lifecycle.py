@@ -2,7 +2,7 @@
 worker joined are one line at once, quoting the batch system; the timeout names each job's state.
 
 ``sbatch``, ``squeue`` and ``scancel`` are small scripts put first on PATH: dask-jobqueue runs them as
-it would run SLURM's (tests/app/test_slurm.py runs the real ones when SLURM is there)."""
+it would run SLURM's (tests/integration/test_slurm.py runs the real ones when SLURM is there)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """cluster/slurm-batch.sh and cluster/slurm_runner.py without a SLURM: the job's scheduler speaks TLS with
 certificates only the job's owner can read, or plain TCP only on an interface named explicitly, and says
 which; the script run outside a job submits itself and stops at once, in SLURM's words, when SLURM cannot
-run it.  ``sbatch``, ``squeue``, ``scancel`` and ``srun`` are stand-ins first on PATH (tests/app/test_slurm.py
+run it.  ``sbatch``, ``squeue``, ``scancel`` and ``srun`` are stand-ins first on PATH (tests/integration/test_slurm.py
 runs the script on a real SLURM)."""
 
 from __future__ import annotations
