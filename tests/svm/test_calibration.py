@@ -199,8 +199,8 @@ def test_calibration_close_to_libsvm_on_a9a_subsample(a9a):
 @parametrize_with_checks(
     [NystroemSVC(n_components=50, random_state=0, probability=True)],
     expected_failed_checks=lambda est: {
-        "check_sample_weight_equivalence_on_dense_data": "landmarks are sampled from rows (see test_sklearn_checks.py)",
-        "check_sample_weight_equivalence_on_sparse_data": "landmarks are sampled from rows (see test_sklearn_checks.py)",
+        "check_sample_weight_equivalence_on_dense_data": "landmarks are sampled from rows (see test_base_sklearn_checks.py)",
+        "check_sample_weight_equivalence_on_sparse_data": "landmarks are sampled from rows (see test_base_sklearn_checks.py)",
         "check_classifiers_train": (
             "argmax of predict_proba may differ from predict near the boundary: the sigmoids are fitted on "
             "held-out folds and, for multiclass, normalised one-vs-rest (as LIBSVM/SVC(probability=True) warn)"
