@@ -365,3 +365,58 @@ def test_top_level_names_come_from_the_exports():
     bad = {n: where for n, where in _top_level_table().items()
            if where in PACKAGES and n not in exports(where)}
     assert bad == {}
+
+
+TESTS = Path(__file__).resolve().parent
+# top-level test files that check the repository, not one module
+REPO_CHECKS = {"test_readme", "test_docs", "test_architecture", "test_public_api", "test_docstring_examples"}
+SCENARIOS = "integration"  # tests/integration/: scenario and end-to-end tests that cross layers
+MIN_MIRRORED = 65  # modules with a mirror test file when the rule came in (issue 26); may only grow
+
+
+def _module_names(folder: Path) -> dict[str, str]:
+    """The names a test file may mirror in ``folder`` (its modules, the leading underscore dropped) -> module."""
+    prefix = module_name(folder / "__init__.py")
+    return {p.stem.removeprefix("_"): f"{prefix}.{p.stem}" for p in folder.glob("*.py")
+            if p.name not in ("__init__.py", "__main__.py")}
+
+
+def _mirrored(stem: str, names: dict[str, str]) -> str | None:
+    """The module ``test_<name>.py`` or ``test_<name>_<aspect>.py`` mirrors (the longest name that fits), or None."""
+    bare = stem.removeprefix("test_")
+    fits = [name for name in names if bare == name or bare.startswith(name + "_")]
+    return names[max(fits, key=len)] if fits else None
+
+
+def _test_homes() -> dict[Path, str | None]:
+    """Every test file outside tests/integration/ -> the module (or package) it mirrors, or None."""
+    homes: dict[Path, str | None] = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        folder = path.parent.relative_to(TESTS)
+        if folder.parts[:1] == (SCENARIOS,):
+            continue
+        package = PACKAGE.joinpath(*folder.parts)
+        if not (package / "__init__.py").exists():
+            homes[path] = None
+            continue
+        names = _module_names(package)
+        if folder.parts:
+            names[folder.parts[-1]] = module_name(package / "__init__.py")  # test_<pkg>.py: the package itself
+        homes[path] = _mirrored(path.stem, names)
+    return homes
+
+
+def test_tests_mirror_the_modules():
+    """tests/<pkg>/test_<module>[_<aspect>].py for dsvm/<pkg>/_<module>.py, tests/test_<m>.py for dsvm/<m>.py.
+
+    What tests no single module (a command run end to end, a real cluster, a signal to a
+    whole process, a scenario across layers) lives in tests/integration/; the few checks
+    of the repository itself (README, docs, this file) are named in REPO_CHECKS.
+    """
+    homes = _test_homes()
+    astray = [str(p.relative_to(TESTS)) for p, m in homes.items() if m is None and p.stem not in REPO_CHECKS]
+    assert not astray, f"test files that mirror no module of dsvm/ (rename, or move to tests/{SCENARIOS}/): {astray}"
+    mirrored = {m for m in homes.values() if m is not None and MODULES[m].name != "__init__.py"}
+    modules = [m for m, p in MODULES.items() if p.name not in ("__init__.py", "__main__.py")]
+    print(f"{len(mirrored)} of {len(modules)} modules have a mirror test file")
+    assert len(mirrored) >= MIN_MIRRORED, f"only {len(mirrored)} modules have a mirror test file (was {MIN_MIRRORED})"
