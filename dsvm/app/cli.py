@@ -166,6 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser = add_parser
 
+    _add_demo(sub)
+    _add_ingest(sub)
+    _add_train(sub)
+    _add_model_commands(sub)
+    _add_other_commands(sub)
+    return parser
+
+
+def _add_demo(sub) -> None:
+    """The demo command."""
     p = sub.add_parser("demo", help="train and evaluate on generated data on the default local cluster")
     p.add_argument("--n-train", type=int, default=200_000, help="generated training rows (default 200000)")
     p.add_argument("--n-test", type=int, default=50_000, help="generated test rows (default 50000)")
@@ -173,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace the files of an earlier demo in the folder")
     _add_cluster_args(p)
 
+
+def _add_ingest(sub) -> None:
+    """The ingest command."""
     p = sub.add_parser("ingest", help="convert LIBSVM / CSV / Parquet / .npy data into a zarr dataset")
     p.add_argument("source", help="input file (.gz/.xz/.bz2 are read transparently), or a folder of Parquet files")
     p.add_argument("target", help="zarr dataset to create (a local or mounted path)")
@@ -195,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-rows", type=int, default=None, help="rows per stored chunk (default: about 64 MiB)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing dataset dsvm wrote")
 
+
+def _add_train(sub) -> None:
+    """The train command."""
     p = sub.add_parser("train", help="fit a model on a dataset and save it; or cross-validate it (--cv N)")
     p.add_argument("data", metavar="DATA",
                    help="zarr dataset, or a LIBSVM / CSV / .npy file ingested into a temporary dataset")
@@ -219,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_raw_input_args(p)
     _add_cluster_args(p)
 
+
+def _add_model_commands(sub) -> None:
+    """The commands that read a model file: evaluate, predict, export."""
     p = sub.add_parser("evaluate", help="accuracy and per-class precision/recall of a model on a dataset "
                        "(regression: R², RMSE, MAE)")
     p.add_argument("model", metavar="MODEL", help="model file (.npz) written by dsvm train")
@@ -253,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="element type of the input and of the computation (default float32)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing ONNX file dsvm wrote")
 
+
+def _add_other_commands(sub) -> None:
+    """The run, info and clean commands."""
     p = sub.add_parser("run", help="run a YAML pipeline: ingest → train → evaluate → report")
     p.add_argument("pipeline", help="pipeline file (YAML; see pipelines/)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a pipeline parameter")
@@ -275,7 +297,6 @@ def build_parser() -> argparse.ArgumentParser:
         "process, of another host, or without a marker, and never removes a file.")
     p.add_argument("dirs", nargs="*", metavar="DIR", help="folders to search")
     p.add_argument("--dry-run", action="store_true", help="list only, remove nothing")
-    return parser
 
 
 def _setup_logging(args) -> None:
