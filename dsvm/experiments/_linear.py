@@ -18,7 +18,7 @@ from sklearn.svm import LinearSVC
 
 from ..blocks import as_row_blocks
 from ..problems import SquaredHingeOperator
-from ..solvers import resolve_hessian, solve
+from ..solvers import Start, resolve_hessian, solve
 from ..svm import block_rows_for, encode_labels, warm_start_problem
 
 logger = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def run_solver(problem: LinearProblem, solver: str, tol: float, max_iter: int | 
         op, sub_op = problem.operator(), problem.subsample_operator()
         t0 = time.perf_counter()
         res = solve("newton", op, problem.dim, tol=tol, max_iter=max_iter or 100, hessian=problem.hessian(),
-                    warm_op=sub_op)
+                    start=Start(warm_op=sub_op))
         seconds = time.perf_counter() - t0
         w, b, n_iter, converged = res.x[:-1], float(res.x[-1]), res.n_iter, res.converged
     elif solver == "dsvm-TRON":

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..blocks import RowBlocks
 from ..problems import SquaredHingeOperator
-from ..solvers import resolve_hessian
+from ..solvers import Start, resolve_hessian
 from ..svm import solve_with
 from ._folds import MAX_SPLITS_PER_WORD, cv_confusion_block
 
@@ -234,7 +234,7 @@ def cv_pair(est, ctx, F: RowBlocks, c_rows, class_w, positives, shared_seconds, 
                     op = CachedOperator(op, start=None if g is None else (x[j], g[0].scaled(C / g[1])),
                                         zero=None if z is None else z[0].scaled(C / z[1]))
                 prefix = f"{label}[fold {s} C={C:g}{' class ' + str(j) if len(positives) > 1 else ''}] "
-                res = solve_with(est, op, dim, hessian, x0=x[j], label=prefix)
+                res = solve_with(est, op, dim, hessian, start=Start(x0=x[j]), label=prefix)
                 x[j] = res.x
                 if isinstance(op, CachedOperator):
                     known = op.result_at(res.x)

@@ -3,10 +3,10 @@ never Dask.  Every caller goes through :func:`solve` (the registry of :mod:`dsvm
 
 from ._minibatch_pegasos import pegasos_progress
 from ._newton import SUBSAMPLE_TOL, choose_hessian, newton_from_subsample, semismooth_newton
-from ._registry import REGISTRY, resolve_hessian, solve
+from ._registry import REGISTRY, Start, resolve_hessian, solve
 from ._result import SolverResult
 
 __all__ = [
-    "solve", "REGISTRY", "resolve_hessian", "choose_hessian", "SolverResult", "SUBSAMPLE_TOL", "pegasos_progress",
+    "solve", "Start", "REGISTRY", "resolve_hessian", "choose_hessian", "SolverResult", "SUBSAMPLE_TOL", "pegasos_progress",
     "semismooth_newton", "newton_from_subsample",
 ]

@@ -17,7 +17,7 @@ from ._newton import choose_hessian, newton_from_subsample
 from ._result import SolverResult
 from ._tron import trust_region_newton
 
-__all__ = ["SolverSpec", "REGISTRY", "resolve_hessian", "solve"]
+__all__ = ["SolverSpec", "Start", "SolveRequest", "REGISTRY", "resolve_hessian", "solve"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class SolverSpec:
     """
 
     name: str
-    run: Callable[..., SolverResult] = field(repr=False)
+    run: Callable[[Any, int, SolveRequest], SolverResult] = field(repr=False)
     options: frozenset[str]
     defaults: Mapping[str, Any] = field(default_factory=dict)
     takes_start: bool = False
@@ -57,27 +57,74 @@ class SolverSpec:
     classification_only: bool = False
 
 
-def _newton(op, dim, *, tol, max_iter, hessian, x0, warm_op, resume, on_state, label, options, initial=None,
-            g_ref=None, **_):
-    if resume is not None or x0 is not None:
-        warm_op = None  # a resumed solve or a given start is already past the subsample's use
-    return newton_from_subsample(op, warm_op, dim, tol=tol, max_iter=max_iter, hessian=hessian, x0=x0, label=label,
-                                 resume=resume, on_state=on_state, initial=initial, g_ref=g_ref, **options)
+@dataclass(frozen=True)
+class Start:
+    """Where a solve begins, and the hooks through which a fit's Newton state flows in and out.
+
+    Every field is optional; a solver reads the ones it uses (``REGISTRY[name].takes_start`` and
+    ``resumable`` say which) and the others start from zero.
+
+    Attributes
+    ----------
+    x0 : ndarray, optional
+        Starting point (Newton, TRON).
+    warm_op : operator, optional
+        Newton: the same problem on a row subsample, solved loosely first; dropped when ``x0`` or
+        ``resume`` is given (the solve is already past its use).
+    resume : dict, optional
+        Newton: a saved state to continue from (checkpoints).
+    on_state : callable, optional
+        Newton: receives the state after each iteration (checkpoints).
+    initial, g_ref : PassResult, float, optional
+        Newton: the pass at ``x0`` and ``‖∇Φ(0)‖`` made elsewhere (with the features, or by a C path),
+        so the solve does not make them again.
+    """
+
+    x0: np.ndarray | None = None
+    warm_op: Any = None
+    resume: dict | None = None
+    on_state: Callable | None = None
+    initial: Any = None
+    g_ref: float | None = None
 
 
-def _tron(op, dim, *, tol, max_iter, x0, label, options, **_):
-    return trust_region_newton(op, dim, x0=x0, tol=tol, max_iter=max_iter, label=label, **options)
+@dataclass(frozen=True)
+class SolveRequest:
+    """What :func:`solve` hands every solver: the stopping rule, the start, and the solver's own options."""
+
+    tol: float
+    max_iter: int
+    hessian: str
+    start: Start
+    C: float | None
+    random_state: int | None
+    label: str
+    options: Mapping[str, Any]
 
 
-def _dcd(op, dim, *, tol, max_iter, random_state, label, options, **_):
-    return dual_coordinate_descent(op, dim, tol=tol, max_iter=max_iter, label=label, random_state=random_state,
-                                   **options)
+def _newton(op, dim, req: SolveRequest) -> SolverResult:
+    s = req.start
+    # a resumed solve or a given start is already past the subsample's use
+    warm_op = None if s.resume is not None or s.x0 is not None else s.warm_op
+    return newton_from_subsample(op, warm_op, dim, tol=req.tol, max_iter=req.max_iter, hessian=req.hessian, x0=s.x0,
+                                 label=req.label, resume=s.resume, on_state=s.on_state, initial=s.initial,
+                                 g_ref=s.g_ref, **req.options)
 
 
-def _pegasos(op, dim, *, C, random_state, label, options, **_):
-    if C is None:
+def _tron(op, dim, req: SolveRequest) -> SolverResult:
+    return trust_region_newton(op, dim, x0=req.start.x0, tol=req.tol, max_iter=req.max_iter, label=req.label,
+                               **req.options)
+
+
+def _dcd(op, dim, req: SolveRequest) -> SolverResult:
+    return dual_coordinate_descent(op, dim, tol=req.tol, max_iter=req.max_iter, label=req.label,
+                                   random_state=req.random_state, **req.options)
+
+
+def _pegasos(op, dim, req: SolveRequest) -> SolverResult:
+    if req.C is None:
         raise ValueError("solver='pegasos' needs C (its step size is 1 / (λ t) with λ = 1 / (C n))")
-    return minibatch_pegasos(op, dim, C=C, random_state=random_state, label=label, **options)
+    return minibatch_pegasos(op, dim, C=req.C, random_state=req.random_state, label=req.label, **req.options)
 
 
 REGISTRY: dict[str, SolverSpec] = {
@@ -103,10 +150,9 @@ def resolve_hessian(hessian: str, n_rows: int, dim: int, distributed: bool) -> s
     raise ValueError(f"hessian={hessian!r} is not supported; choose one of {HESSIANS}")
 
 
-def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = "auto", x0: np.ndarray | None = None,
-          warm_op=None, resume: dict | None = None, on_state: Callable | None = None, C: float | None = None,
-          random_state: int | None = None, label: str = "", options: Mapping[str, Any] | None = None,
-          initial=None, g_ref: float | None = None) -> SolverResult:
+def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = "auto", start: Start | None = None,
+          C: float | None = None, random_state: int | None = None, label: str = "",
+          options: Mapping[str, Any] | None = None) -> SolverResult:
     """Solve one problem with the named solver — the only solver dispatch in dsvm.
 
     Parameters
@@ -120,13 +166,9 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
         Stopping rule (DCD runs at least ``REGISTRY["dcd"].min_max_iter`` epochs).
     hessian : {"auto", "gram", "cg"}
         Newton only: how its system is solved (``"auto"``: :func:`resolve_hessian`).
-    x0 : ndarray, optional
-        Starting point, for the solvers that take one (ignored by the others).
-    warm_op : operator, optional
-        Newton only: the same problem on a row subsample, solved loosely first
-        (dropped when ``x0`` or ``resume`` is given).
-    resume, on_state
-        Newton only: continue from a saved state; receive the state after each iteration.
+    start : Start, optional
+        Where the solve begins and Newton's hooks (starting point, subsample problem, checkpoint
+        state in and out, an opening pass made elsewhere); default: from zero.
     C : float, optional
         Pegasos only: the cost (its step sizes depend on it).
     random_state : int, optional
@@ -135,10 +177,6 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
         Prefix of log lines.
     options : mapping, optional
         The solver's own options (``REGISTRY[name].options``).
-    initial, g_ref
-        Newton only: the pass at ``x0`` and ``‖∇Φ(0)‖`` made elsewhere (with the
-        features), so the solve does not make them again (see
-        :func:`~dsvm.solvers.semismooth_newton`).
 
     Raises
     ------
@@ -157,8 +195,9 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
                          f"it takes {sorted(spec.options)}")
     if name == "newton":
         hessian = resolve_hessian(hessian, op.n_rows, dim, op.is_distributed) if hessian == "auto" else hessian
-    res = spec.run(op, dim, tol=tol, max_iter=max(max_iter, spec.min_max_iter), hessian=hessian, x0=x0,
-                   warm_op=warm_op, resume=resume, on_state=on_state, C=C, random_state=random_state, label=label,
-                   options={**spec.defaults, **options}, initial=initial, g_ref=g_ref)
+    request = SolveRequest(tol=tol, max_iter=max(max_iter, spec.min_max_iter), hessian=hessian,
+                           start=start or Start(), C=C, random_state=random_state, label=label,
+                           options={**spec.defaults, **options})
+    res = spec.run(op, dim, request)
     check_result(res.x, res.objective, method=res.method, label=label)
     return res

@@ -49,6 +49,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..blocks import RowBlocks
 from ..problems import SquaredHingeOperator
+from ..solvers import Start
 from ._block_tasks import (
     concat_pairs,
     fold_block,
@@ -202,7 +203,7 @@ class PlattCalibration:
         passes = iters = 0
         for f in range(self.n_folds):
             op = SquaredHingeOperator(F, codes, positive, class_cost, self._weights[f], self.est.fit_intercept)
-            res = solve_with(self.est, op, dim, hessian, x0=x0, label=f"{label}[platt fold {f}] ")
+            res = solve_with(self.est, op, dim, hessian, start=Start(x0=x0), label=f"{label}[platt fold {f}] ")
             W[f] = res.x
             x0 = W[0] if x0 is None else x0
             not_converged += not res.converged

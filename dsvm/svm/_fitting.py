@@ -33,7 +33,7 @@ from ..blocks import RowBlocks, row_index_blocks
 from ..checks import resolve_seed
 from ..problems import FeatureStore, active_row_sample, plan_feature_store
 from ..progress import stage
-from ..solvers import REGISTRY, SolverResult, pegasos_progress, resolve_hessian, solve
+from ..solvers import REGISTRY, SolverResult, Start, pegasos_progress, resolve_hessian, solve
 from ._checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
 from ._opening import Opening, opening_size, subsample_opening
 from ._warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
@@ -43,9 +43,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["fit_problems", "solve_with", "warn_if_not_converged", "problem_stats"]
 
 
-def solve_with(est, op, dim: int, hessian: str, *, x0: np.ndarray | None = None, warm_op=None, resume=None,
-               on_state: Callable | None = None, label: str = "", initial=None,
-               g_ref: float | None = None) -> SolverResult:
+def solve_with(est, op, dim: int, hessian: str, *, start: Start | None = None, label: str = "") -> SolverResult:
     """Solve one problem with the estimator's solver, tolerance, iteration limit, ``solver_options`` and seed.
 
     With ``warm_op`` (the same problem on a row subsample) the Newton solve
@@ -59,9 +57,8 @@ def solve_with(est, op, dim: int, hessian: str, *, x0: np.ndarray | None = None,
     options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
     # resolving the seed of a RandomState draws from it: only for the solvers that use one
     seed = resolve_seed(est.random_state) if spec.seeded else None
-    return solve(est.solver, op, dim, tol=est.tol, max_iter=est.max_iter, hessian=hessian, x0=x0, warm_op=warm_op,
-                 resume=resume, on_state=on_state, C=est.C, random_state=seed, label=label, options=options,
-                 initial=initial, g_ref=g_ref)
+    return solve(est.solver, op, dim, tol=est.tol, max_iter=est.max_iter, hessian=hessian, start=start, C=est.C,
+                 random_state=seed, label=label, options=options)
 
 
 def warn_if_not_converged(res, tol: float, label: str = "") -> None:
@@ -223,8 +220,9 @@ def fit_problems(  # noqa: C901
                 x0, (initial, g_ref) = opening.xs[j], opened[j]
                 timing["opening"].setdefault("first_gram_rows", []).append(initial.n_active)
             with stage(f"{prefix}{est.solver} solve"):
-                res = solve_with(est, op, r + 1, hessian, label=prefix, resume=resume if j == first else None,
-                                 on_state=on_state, warm_op=warm_op, x0=x0, initial=initial, g_ref=g_ref)
+                start = Start(x0=x0, warm_op=warm_op, resume=resume if j == first else None, on_state=on_state,
+                              initial=initial, g_ref=g_ref)
+                res = solve_with(est, op, r + 1, hessian, start=start, label=prefix)
             warn_if_not_converged(res, est.tol, prefix)
             done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
                          "stats": {k: v for k, v in problem_stats(res, label, op).items() if k != "class"}})

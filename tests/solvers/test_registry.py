@@ -5,7 +5,15 @@ import pytest
 from helpers import DenseSquaredHinge
 
 from dsvm.options import SOLVERS
-from dsvm.solvers import REGISTRY, choose_hessian, newton_from_subsample, resolve_hessian, semismooth_newton, solve
+from dsvm.solvers import (
+    REGISTRY,
+    Start,
+    choose_hessian,
+    newton_from_subsample,
+    resolve_hessian,
+    semismooth_newton,
+    solve,
+)
 from dsvm.solvers._dcd import dual_coordinate_descent
 from dsvm.solvers._minibatch_pegasos import default_epochs, minibatch_pegasos
 from dsvm.solvers._tron import trust_region_newton
@@ -68,10 +76,10 @@ def test_the_subsample_warm_start_is_dropped_when_a_start_or_a_state_is_given():
             raise AssertionError("the subsample problem was used")
 
     x0 = np.full(DIM, 0.01)
-    res = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", x0=x0, warm_op=Untouchable())
+    res = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", start=Start(x0=x0, warm_op=Untouchable()))
     ref = semismooth_newton(_op(), DIM, x0=x0, tol=1e-6, max_iter=50, hessian="gram")
     np.testing.assert_array_equal(res.x, ref.x)
-    with_sub = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", warm_op=_op(seed=0))
+    with_sub = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", start=Start(warm_op=_op(seed=0)))
     ref = newton_from_subsample(_op(), _op(seed=0), DIM, tol=1e-6, max_iter=50, hessian="gram")
     np.testing.assert_array_equal(with_sub.x, ref.x)
 
@@ -82,3 +90,19 @@ def test_unknown_solvers_and_options_name_what_is_allowed():
     with pytest.raises(ValueError, match=r"solver_options \['epochs'\] do not apply to solver='newton'; it takes "
                                          r"\['cg_max_iter', 'refresh_every'\]"):
         solve("newton", _op(), DIM, tol=1e-4, max_iter=10, options={"epochs": 3})
+
+
+def test_every_solver_is_run_with_one_signature():
+    """Each registered solver takes (op, dim, request): nothing is swallowed by a catch-all ``**kwargs``, and
+    Newton's hooks travel in the request's Start."""
+    import inspect
+
+    for name, spec in REGISTRY.items():
+        params = list(inspect.signature(spec.run).parameters.values())
+        assert [p.name for p in params] == ["op", "dim", "req"], name
+        assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params), name
+    seen = {}
+    x0 = np.full(DIM, 0.01)
+    res = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram",
+                start=Start(x0=x0, on_state=lambda st: seen.setdefault("states", []).append(st)))
+    assert len(seen["states"]) == res.n_iter >= 1
