@@ -392,7 +392,7 @@ def train_command(args) -> int:  # noqa: C901
             logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
                         search.best_score_, paths.get("markdown"))
         if model is not None:
-            logger.info("trained in %.2fs: %d landmarks, %d Newton iterations", time.perf_counter() - t0,
+            logger.info("trained in %.2fs: %d landmarks, %d Newton iteration(s)", time.perf_counter() - t0,
                         model.components_.shape[0], model.n_iter_)
     if model is None:
         return 0

@@ -466,7 +466,7 @@ def cmd_clean(args) -> int:
         roots, recursive = args.dirs, True
     else:
         roots, recursive = list(dict.fromkeys([config.scratch_base(), tempfile.gettempdir()])), False
-    n_removed = 0
+    n_removed = n_stale = 0
     for root in roots:
         for item in blocks.find_leftovers(root, recursive=recursive):
             if item.stale and not args.dry_run:
@@ -480,8 +480,12 @@ def cmd_clean(args) -> int:
                 action = "removed"
             else:
                 action = "stale" if item.stale else "kept"
+                n_stale += item.stale
             print(f"{action:<8} {item.path}  ({item.kind}: {item.reason})")
-    logger.info("%d item(s) removed", n_removed)
+    if args.dry_run:
+        logger.info("%d stale item(s) would be removed (--dry-run: nothing removed)", n_stale)
+    else:
+        logger.info("%d item(s) removed", n_removed)
     return 0
 
 

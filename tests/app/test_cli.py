@@ -639,3 +639,13 @@ def test_an_n_features_beyond_the_index_bound_is_one_line(tmp_path, capsys):
     assert _error_line(capsys, "ingest") == ("dsvm ingest: error: n_features must be an integer from 1 to 2147483647 "
                                              "(2**31 - 1), got 99999999999999999999")
     assert not (tmp_path / "o.zarr").exists()
+
+
+def test_clean_dry_run_says_what_it_would_remove(tmp_path, capsys):
+    from dsvm.app.cli import main
+
+    assert main(["clean", str(tmp_path), "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert "0 stale item(s) would be removed (--dry-run: nothing removed)" in err, err
+    assert main(["clean", str(tmp_path)]) == 0
+    assert "0 item(s) removed" in capsys.readouterr().err
