@@ -416,6 +416,14 @@ class NystroemBase(BaseEstimator):
     #: the solvers the estimator takes (read by :func:`check_params`)
     SUPPORTED_SOLVERS: tuple[str, ...] = SOLVERS
 
+    def _set_fitted(self, attributes: dict, dropped: tuple[str, ...] = ()) -> None:
+        """Set a fit's attributes, the one place a fit writes them; ``dropped`` names attributes of an earlier
+        fit that this one does not have (a model refitted without ``probability``)."""
+        for name in dropped:
+            self.__dict__.pop(name, None)
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
     def _decision(self, X):
         """``F(X) coefᵀ + intercept``, shape (n, n_problems); dask for dask input."""
         return lazy_result(model_decisions(self, X))

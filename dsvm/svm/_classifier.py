@@ -366,13 +366,13 @@ def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=Non
         calib[0].stats[-1]["seconds"] = time.perf_counter() - t0
 
     with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
-        fit_problems(est, X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator, t_start,
-                     prepare_problem=calibrate if est.probability else None, start=start)
-    for name in ("probA_", "probB_"):
-        est.__dict__.pop(name, None)
+        result = fit_problems(est, X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator,
+                              t_start, prepare_problem=calibrate if est.probability else None, start=start)
+    attributes = result.attributes()
     if calib:
-        est.probA_, est.probB_ = calib[0].probA, calib[0].probB
-        est.solver_stats_["calibration"] = calib[0].stats
+        attributes.update(probA_=calib[0].probA, probB_=calib[0].probB)
+        attributes["solver_stats_"]["calibration"] = calib[0].stats
+    est._set_fitted(attributes, dropped=("probA_", "probB_"))
     warn_if_one_class(est)
     return est
 

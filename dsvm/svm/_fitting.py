@@ -11,6 +11,8 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -143,6 +145,27 @@ def _feature_map(est, X_rb: RowBlocks, stage1=None):
     return fmap, lm, gamma, timing
 
 
+@dataclass
+class FitResult:
+    """What a Nystroem fit learnt; :meth:`attributes` are the estimator's fitted attributes, which the
+    estimator sets in one place (``NystroemBase._set_fitted``)."""
+
+    feature_map: Any
+    gamma: float
+    component_indices: np.ndarray
+    coef: np.ndarray
+    intercept: np.ndarray
+    objective: float | np.ndarray
+    n_iter: int
+    solver_stats: dict
+
+    def attributes(self) -> dict[str, Any]:
+        return {"feature_map_": self.feature_map, "gamma_": self.gamma, "components_": self.feature_map.components,
+                "component_indices_": self.component_indices, "normalization_": self.feature_map.normalization,
+                "coef_": self.coef, "intercept_": self.intercept, "objective_": self.objective,
+                "n_iter_": self.n_iter, "solver_stats_": self.solver_stats}
+
+
 def fit_problems(  # noqa: C901
     est,
     X_rb: RowBlocks,
@@ -153,8 +176,8 @@ def fit_problems(  # noqa: C901
     t_start: float,
     prepare_problem: Callable | None = None,
     start: Callable | None = None,
-) -> None:
-    """The feature stage, then one solve per problem; sets the fitted attributes of ``est``.
+) -> FitResult:
+    """The feature stage, then one solve per problem: what the fit learnt, for the estimator to set.
 
     ``make_operator(feature_blocks, aligned, j)`` returns the operator of
     problem ``j``; ``labels[j]`` names it in logs and ``solver_stats_``.
@@ -237,16 +260,7 @@ def fit_problems(  # noqa: C901
     if ckpt is not None:
         ckpt.complete()
 
-    est.feature_map_ = fmap
-    est.gamma_ = gamma
-    est.components_ = fmap.components
-    est.component_indices_ = lm_indices
-    est.normalization_ = fmap.normalization
-    est.coef_ = coef
-    est.intercept_ = intercept
-    est.objective_ = objectives[0] if len(objectives) == 1 else np.asarray(objectives)
-    est.n_iter_ = int(max(n_iters))
-    est.solver_stats_ = {
+    solver_stats = {
         **timing,
         "solve_seconds": float(sum(st["seconds"] for st in stats)),
         "fit_seconds": time.perf_counter() - t_start,
@@ -260,8 +274,11 @@ def fit_problems(  # noqa: C901
     logger.info(
         "fit: n=%d k=%d r=%d landmarks %.3fs features %.3fs solve %.3fs",
         X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
-        est.solver_stats_["solve_seconds"],
+        solver_stats["solve_seconds"],
     )
+    return FitResult(feature_map=fmap, gamma=gamma, component_indices=lm_indices, coef=coef, intercept=intercept,
+                     objective=objectives[0] if len(objectives) == 1 else np.asarray(objectives),
+                     n_iter=int(max(n_iters)), solver_stats=solver_stats)
 
 
 def _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind) -> Opening | None:

@@ -153,7 +153,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
             return SquaredEpsilonOperator(F, aligned[0], self.C, self.epsilon, aligned[1], self.fit_intercept)
 
         with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
-            fit_problems(self, X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
+            result = fit_problems(self, X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
+        self._set_fitted(result.attributes())
         return self
 
     def predict(self, X):
