@@ -229,10 +229,9 @@ WORKER_MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(16 * 2**20), "MALLOC_MMAP_THR
 # 4 MiB or more.  Where the kernel's THP defrag setting is "madvise" (a common
 # default), each such page fault may stop to compact memory first, and memory
 # is fragmented exactly when dsvm runs: data streamed from disk fills the page
-# cache.  Measured here: a worker writing 2 GB of feature blocks spent 3.1-3.7 s
-# on first touching them with the advice against 0.7 s without, and a fit of
-# 1M x 28 at k = 500 on a fresh local cluster took 10.5 s against 8.3 s.  The
-# GEMMs run as fast on 4 KiB pages (8 MiB slabs).
+# cache, so first touching new blocks can cost several times the work itself
+# (timings in the documentation's performance page).  The GEMMs gain nothing
+# from huge pages: they run on 8 MiB slabs, as fast on 4 KiB pages.
 WORKER_NUMPY_ENV = {"NUMPY_MADVISE_HUGEPAGE": "0"}
 
 
