@@ -15,8 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = ["dsvm", "tests", "benchmarks", "docs"]
-MAX_COMPLEX_NOQA = 17   # functions of complexity > 12 (each marked `# noqa: C901`)
-MAX_OVER_80_LINES = 8  # functions longer than 80 lines (docstring excluded) in dsvm/
+MAX_COMPLEX_NOQA = 16   # functions of complexity > 12 (each marked `# noqa: C901`)
+MAX_OVER_80_LINES = 7  # functions longer than 80 lines (docstring excluded) in dsvm/
 
 
 def long_functions(package: Path, limit: int) -> list[str]:

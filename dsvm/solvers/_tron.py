@@ -62,7 +62,46 @@ def _steihaug_cg(hvp, g, delta, rtol, max_iter):
     return s, r, it, False
 
 
-def trust_region_newton(  # noqa: C901
+def _starting_point(op, dim: int, x0, reg: np.ndarray, label: str):
+    """``(x, Φ(x), ∇Φ(x), ‖∇Φ(0)‖)`` at the start (zero or ``x0``), checked finite."""
+    x = np.zeros(dim) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
+    res = op.evaluate(x, x, (), "none")
+    f = 0.5 * float((reg * x) @ x) + res.loss
+    g = reg * x + res.grad
+    g_ref = float(np.linalg.norm(g))
+    if x0 is not None and np.any(x):
+        zero = np.zeros(dim)
+        g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
+    check_point(f, g, method="tron", it=0, label=label)
+    check_point(0.0, np.array([g_ref]), method="tron", it=0, label=label)  # the gradient at zero
+    return x, f, g, max(g_ref, np.finfo(float).tiny)
+
+
+def _updated_radius(delta: float, snorm: float, actred: float, prered: float, alpha: float) -> float:
+    """LIBLINEAR's TRON radius rule: shrink the region after a poor step, keep or widen it after a good one
+    (``actred`` / ``prered``: the actual and the predicted reduction; ``alpha``: the step's scale)."""
+    if actred < ETA0 * prered:
+        return min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+    if actred < ETA1 * prered:
+        return max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
+    if actred < ETA2 * prered:
+        return max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
+    return max(delta, min(alpha * snorm, SIGMA3 * delta))
+
+
+def _stop_reason(f: float, gnorm: float, g_tol: float, actred: float, prered: float) -> str | None:
+    """Why TRON stops after an iteration, or None: an unbounded objective, the gradient rule, or reductions
+    below the objective's rounding."""
+    if f < -1e32:
+        return "unbounded"
+    if gnorm <= g_tol:
+        return "tol"
+    if abs(actred) <= 1e-12 * abs(f) and abs(prered) <= 1e-12 * abs(f):
+        return "precision"
+    return None
+
+
+def trust_region_newton(
     op,
     dim: int,
     *,
@@ -79,17 +118,7 @@ def trust_region_newton(  # noqa: C901
     passes0 = op.n_passes
     reg = np.ones(dim)
     reg[-1] = 0.0
-    x = np.zeros(dim) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
-    res = op.evaluate(x, x, (), "none")
-    f = 0.5 * float((reg * x) @ x) + res.loss
-    g = reg * x + res.grad
-    g_ref = float(np.linalg.norm(g))
-    if x0 is not None and np.any(x):
-        zero = np.zeros(dim)
-        g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
-    check_point(f, g, method="tron", it=0, label=label)
-    check_point(0.0, np.array([g_ref]), method="tron", it=0, label=label)  # the gradient at zero
-    g_ref = max(g_ref, np.finfo(float).tiny)
+    x, f, g, g_ref = _starting_point(op, dim, x0, reg, label)
     delta = float(np.linalg.norm(g))
     history: list[dict] = []
     converged, stop_reason, it = False, "max_iter", 0
@@ -120,15 +149,8 @@ def trust_region_newton(  # noqa: C901
         snorm = float(np.linalg.norm(s))
         if it == 1:
             delta = min(delta, snorm)
-        alpha = SIGMA3 if f_new - f - gs <= 0 else max(SIGMA1, -0.5 * (gs / (f_new - f - gs)))
-        if actred < ETA0 * prered:
-            delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
-        elif actred < ETA1 * prered:
-            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
-        elif actred < ETA2 * prered:
-            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
-        else:
-            delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
+        delta = _updated_radius(delta, snorm, actred, prered, SIGMA3 if f_new - f - gs <= 0
+                                else max(SIGMA1, -0.5 * (gs / (f_new - f - gs))))
         accepted = actred > ETA0 * prered
         if accepted:
             x, f, g = x_new, f_new, reg * x_new + res_new.grad
@@ -142,14 +164,9 @@ def trust_region_newton(  # noqa: C901
                     info["seconds"])
         if callback is not None:
             callback(it, x, info)
-        if f < -1e32:
-            stop_reason = "unbounded"
-            break
-        if float(np.linalg.norm(g)) <= tol * g_ref:
-            converged, stop_reason = True, "tol"
-            break
-        if abs(actred) <= 1e-12 * abs(f) and abs(prered) <= 1e-12 * abs(f):
-            stop_reason = "precision"
+        stop = _stop_reason(f, float(np.linalg.norm(g)), tol * g_ref, actred, prered)
+        if stop is not None:
+            converged, stop_reason = stop == "tol", stop
             break
     else:
         if float(np.linalg.norm(g)) <= tol * g_ref:
