@@ -46,7 +46,7 @@ from ._export import to_sklearn
 from ._onnx_export import to_onnx
 from ._warm_start import WARM_START_OPTIONS
 
-__all__ = ["NystroemBase", "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names",
+__all__ = ["NystroemBase", "set_fitted", "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names",
            "FitInput", "prepare_fit_input", "prediction_input",
            "model_decisions", "model_decision_blocks", "check_feature_names", "check_dataset_input", "BLOCK_BYTES",
            "block_rows_for", "unpack_dataset", "is_dataset", "dataset_zero_based", "stored_chunk_bytes",
@@ -405,6 +405,15 @@ def model_decisions(model, X) -> RowBlocks:
     return model_decision_blocks(model, X_rb, checked)
 
 
+def set_fitted(est, attributes: dict, dropped: tuple[str, ...] = ()) -> None:
+    """Set a fit's learnt attributes on ``est``, the one place a Nystroem fit writes them; ``dropped`` names
+    attributes of an earlier fit that this one does not have (a model refitted without ``probability``)."""
+    for name in dropped:
+        est.__dict__.pop(name, None)
+    for name, value in attributes.items():
+        setattr(est, name, value)
+
+
 class NystroemBase(BaseEstimator):
     """Shared machinery of :class:`~dsvm.NystroemSVC` and :class:`~dsvm.NystroemSVR`.
 
@@ -415,14 +424,6 @@ class NystroemBase(BaseEstimator):
 
     #: the solvers the estimator takes (read by :func:`check_params`)
     SUPPORTED_SOLVERS: tuple[str, ...] = SOLVERS
-
-    def _set_fitted(self, attributes: dict, dropped: tuple[str, ...] = ()) -> None:
-        """Set a fit's attributes, the one place a fit writes them; ``dropped`` names attributes of an earlier
-        fit that this one does not have (a model refitted without ``probability``)."""
-        for name in dropped:
-            self.__dict__.pop(name, None)
-        for name, value in attributes.items():
-            setattr(self, name, value)
 
     def _decision(self, X):
         """``F(X) coefᵀ + intercept``, shape (n, n_problems); dask for dask input."""

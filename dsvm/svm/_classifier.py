@@ -18,7 +18,7 @@ from ..exceptions import OneClassFitWarning
 from ..problems import SquaredHingeOperator, labels_from_decision
 from ..progress import stage
 from ..signals import sigterm_cleanup
-from ._base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, unpack_dataset
+from ._base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, set_fitted, unpack_dataset
 from ._block_tasks import correct_from_decision
 from ._calibration import PlattCalibration, proba_block
 from ._fitting import fit_problems
@@ -372,7 +372,7 @@ def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=Non
     if calib:
         attributes.update(probA_=calib[0].probA, probB_=calib[0].probB)
         attributes["solver_stats_"]["calibration"] = calib[0].stats
-    est._set_fitted(attributes, dropped=("probA_", "probB_"))
+    set_fitted(est, attributes, dropped=("probA_", "probB_"))
     warn_if_one_class(est)
     return est
 

@@ -38,7 +38,7 @@ from ..progress import stage
 from ..solvers import REGISTRY, SolverResult, Start, pegasos_progress, resolve_hessian, solve
 from ._checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
 from ._opening import Opening, opening_size, subsample_opening
-from ._warm_start import WARM_START_OPTIONS, subsample_problem, warm_start_rows
+from ._warm_start import WARM_START_OPTIONS
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ def _feature_map(est, X_rb: RowBlocks, stage1=None):
 @dataclass
 class FitResult:
     """What a Nystroem fit learnt; :meth:`attributes` are the estimator's fitted attributes, which the
-    estimator sets in one place (``NystroemBase._set_fitted``)."""
+    estimator sets in one place (``dsvm.svm._base.set_fitted``)."""
 
     feature_map: Any
     gamma: float
@@ -205,14 +205,14 @@ def fit_problems(  # noqa: C901
     opening = plan = None
     if X_rb.is_distributed:
         plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
-        kind = plan[0]
-        if kind != "recompute":  # recomputed passes read X (and so the labels) again anyway
+        if plan[0] != "recompute":  # recomputed passes read X (and so the labels) again anyway
             aligned = [a.persist() if a is not None else None for a in aligned]
-        if est.solver == "newton" and state is None and starts is None:
-            with stage("opening (a fit on a subsample)"):
-                opening = _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind)
-            if opening is not None:
-                timing["opening"] = opening.stats
+    if est.solver == "newton" and state is None and starts is None:
+        with stage("opening (a fit on a subsample)"):
+            opening = _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked,
+                               "memory" if plan is None else plan[0])
+        if opening is not None:
+            timing["opening"] = opening.stats
     t0 = time.perf_counter()
     with stage(f"features (n={X_rb.n_rows}, r={r})"):
         store = FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked,
@@ -221,9 +221,6 @@ def fit_problems(  # noqa: C901
         features = store.features
         timing["feature_seconds"] = time.perf_counter() - t0
         opened = None if opening is None else opening.starts(store.then_result)
-        warm_aligned = None if X_rb.is_distributed else warm_start_rows(
-            X_rb, aligned, solver=est.solver, options=est.solver_options or {}, hessian=hessian, r=r)
-        warm_problem = None if warm_aligned is None else subsample_problem(features, warm_aligned)
         for j, label in enumerate(labels):
             prefix = f"[class {_plain_label(label)!r}] " if len(labels) > 1 else ""
             if prepare_problem is not None:
@@ -232,7 +229,6 @@ def fit_problems(  # noqa: C901
             if j < len(done):  # solved before the interruption
                 continue
             op = make_operator(features, aligned, j)
-            warm_op = make_operator(*warm_problem, j) if warm_problem is not None else None
             on_state = None
             if ckpt is not None:
                 def on_state(st, j=j):
@@ -243,8 +239,8 @@ def fit_problems(  # noqa: C901
                 x0, (initial, g_ref) = opening.xs[j], opened[j]
                 timing["opening"].setdefault("first_gram_rows", []).append(initial.n_active)
             with stage(f"{prefix}{est.solver} solve"):
-                start = Start(x0=x0, warm_op=warm_op, resume=resume if j == first else None, on_state=on_state,
-                              initial=initial, g_ref=g_ref)
+                start = Start(x0=x0, resume=resume if j == first else None, on_state=on_state, initial=initial,
+                              g_ref=g_ref)
                 res = solve_with(est, op, r + 1, hessian, start=start, label=prefix)
             warn_if_not_converged(res, est.tol, prefix)
             done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
@@ -281,9 +277,10 @@ def fit_problems(  # noqa: C901
                      n_iter=int(max(n_iters)), solver_stats=solver_stats)
 
 
-def _dask_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind) -> Opening | None:
-    """The subsample opening of a Newton fit on Dask input (:mod:`dsvm.svm._opening`), or None where there is
-    none; ``kind``: where the features will be kept (:func:`~dsvm.problems.plan_feature_store`)."""
+def _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind) -> Opening | None:
+    """The subsample warm start of a Newton fit, in-memory or Dask input alike (:mod:`dsvm.svm._opening`), or
+    None where there is none; ``kind``: where the features will be kept
+    (:func:`~dsvm.problems.plan_feature_store`)."""
     f_bytes = float(X_rb.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
     read_seconds = f_bytes / float(config.get("disk-bandwidth")) if kind == "disk" else 0.0
     m = opening_size(X_rb.n_rows, X_rb.n_cols, fmap.n_components, fmap.n_output, est.solver_options or {}, hessian,

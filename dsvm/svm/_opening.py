@@ -1,9 +1,10 @@
-"""The subsample opening of a Newton fit on Dask input, solved in this process, its first passes made with the features.
+"""The subsample warm start ("opening") of every Newton fit, in-memory or Dask input alike: solved in this
+process, its first passes made with the features.
 
 From zero every row is active, and a Newton solve's first Gram matrix covers
-all ``n`` rows (about ``2·10¹³`` flops at 10M rows and k = 1000).  In memory the
-fit opens from a row subsample's solution (:mod:`dsvm.svm._warm_start`); on
-Dask input it does the same without a pass over the features:
+all ``n`` rows (about ``2·10¹³`` flops at 10M rows and k = 1000).  The fit
+opens from a row subsample's solution instead, without a pass over the
+features:
 
 1. the subsample's rows (the warm start's rows: drawn by a hash of the row
    index, so the same for any chunking; costs scaled by ``n / m``) come back
@@ -52,7 +53,7 @@ SUBSAMPLE_GRAM_PASSES = 2
 
 @dataclass
 class Opening:
-    """A Newton fit's opening on Dask input: the subsample solutions and the passes to make with the features.
+    """A Newton fit's opening: the subsample solutions and the passes to make with the features.
 
     Attributes
     ----------
@@ -75,7 +76,7 @@ class Opening:
 
 
 def opening_size(n: int, p: int, k: int, r: int, options: dict, hessian: str, read_seconds: float = 0.0) -> int | None:
-    """Rows of the subsample opening on Dask input, or None for none (see the module docstring).
+    """Rows of the subsample opening, or None for none (see the module docstring).
 
     ``read_seconds``: one read of ``F`` from the scratch disk (0 when ``F`` is not on disk).
     """

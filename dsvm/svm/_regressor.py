@@ -19,6 +19,7 @@ from ._base import (
     check_params,
     model_decisions,
     prepare_fit_input,
+    set_fitted,
     unpack_dataset,
 )
 from ._block_tasks import as_float_block, finite_targets_block
@@ -154,7 +155,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
 
         with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
             result = fit_problems(self, X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
-        self._set_fitted(result.attributes())
+        set_fitted(self, result.attributes())
         return self
 
     def predict(self, X):

@@ -1,17 +1,18 @@
-"""The subsample warm start of the Newton solve: the same problem on a row subsample, solved loosely first.
+"""The rule of the subsample warm start of the Newton solve: the same problem on a row subsample, solved loosely
+first.  Fits open through :mod:`dsvm.svm._opening`; :func:`warm_start_problem` gives the same subsample of a
+feature matrix for callers that hold only features (the paper experiments).
 
 From zero every row is active and the Newton method's first Gram matrix
 covers all ``n`` rows; from a subsample's solution it covers only the rows
 active there, close to the final active set, and the full solve needs fewer
 iterations.  ``solver_options["warm_start"]``: ``"auto"`` (default: the
-subsample when the data is in memory, has at least four times as many rows
-and the Gram variant runs), ``"subsample"`` (a subsample of ``warm_rows``
+subsample when there are at least four times as many rows and the Gram
+variant runs), ``"subsample"`` (a subsample of ``warm_rows``
 rows, default ``max(10000, 4 k)``) or ``"none"``.  Rows are drawn by a hash of
 their index (independent of chunking), with costs scaled by ``n / m`` so that
-the subsample's loss estimates the full one.  In memory the subsample's
-features are copied out (:func:`subsample_problem`), so its passes read ``m``
-rows, not ``n``.  On Dask input the fit takes the same rows out and solves
-them in this process before the feature stage (:mod:`dsvm.svm._opening`).
+the subsample's loss estimates the full one.  :func:`warm_start_problem`
+copies the subsample's in-memory features out (:func:`subsample_problem`), so
+its passes read ``m`` rows, not ``n``.
 """
 
 from __future__ import annotations

@@ -273,9 +273,10 @@ def test_bad_parameters(circles, param, value, match):
 
 
 def _warm_fit(X, y, caplog, **options):
-    with caplog.at_level("INFO", logger="dsvm.svm._warm_start"):
+    with caplog.at_level("INFO", logger="dsvm.svm._opening"):
         clf = _fit(X, y, dtype="float64", tol=1e-9, solver_options=options or None)
-    used = any("warm start: Newton on a subsample" in r.getMessage() for r in caplog.records)
+    used = any("opening:" in r.getMessage() for r in caplog.records)
+    assert used == ("opening" in clf.solver_stats_)
     caplog.clear()
     return clf, used
 
@@ -294,8 +295,8 @@ def test_subsample_warm_start_reaches_the_same_optimum(caplog):
 
 
 def test_dask_input_opens_from_the_subsample_as_in_memory_input_does(caplog):
-    """Dask input takes the subsample's rows out and solves them in this process (dsvm.svm._opening) where in-memory
-    input would warm-start: by default when there are at least four times its rows."""
+    """Dask and in-memory input open from the same subsample, by the same function (dsvm.svm._opening): by
+    default when there are at least four times its rows, and to the same model."""
     X, y = make_circles_problem(n=3000, seed=3)
     Xd = da.from_array(X, chunks=1000)
     auto, _ = _warm_fit(Xd, y, caplog, warm_rows=400)
@@ -305,6 +306,10 @@ def test_dask_input_opens_from_the_subsample_as_in_memory_input_does(caplog):
     assert "opening" in auto.solver_stats_ and "opening" in forced.solver_stats_
     assert "opening" not in small.solver_stats_ and "opening" not in cold.solver_stats_
     assert auto.objective_ == pytest.approx(cold.objective_, rel=1e-9)
+    in_memory, _ = _warm_fit(X, y, caplog, warm_rows=400)
+    assert in_memory.solver_stats_["opening"]["rows"] == auto.solver_stats_["opening"]["rows"]
+    assert in_memory.solver_stats_["opening"]["n_iter"] == auto.solver_stats_["opening"]["n_iter"]
+    assert in_memory.objective_ == pytest.approx(auto.objective_, rel=1e-9)
 
 
 def test_explicit_block_rows_is_kept():
