@@ -53,9 +53,6 @@ __all__ = list(_PUBLIC) + ["__version__"]
 
 
 # one name table; the names load on first use through the one lazy mechanism (dsvm.lazy.lazy_names)
-_BY_PACKAGE: dict[str, tuple[str, ...]] = {}
-for _name, _package in _PUBLIC.items():
-    _BY_PACKAGE[_package] = (*_BY_PACKAGE.get(_package, ()), _name)
-del _name, _package
+_BY_PACKAGE = {package: tuple(n for n, p in _PUBLIC.items() if p == package) for package in set(_PUBLIC.values())}
 
 __getattr__, __dir__ = lazy_names(__name__, _BY_PACKAGE, globals(), subpackages=(*_SUBPACKAGES, "config"))

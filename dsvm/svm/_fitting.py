@@ -48,12 +48,8 @@ __all__ = ["fit_problems", "solve_with", "warn_if_not_converged", "problem_stats
 def solve_with(est, op, dim: int, hessian: str, *, start: Start | None = None, label: str = "") -> SolverResult:
     """Solve one problem with the estimator's solver, tolerance, iteration limit, ``solver_options`` and seed.
 
-    With ``warm_op`` (the same problem on a row subsample) the Newton solve
-    starts from that problem's solution: its active set is close to the final
-    one, so the first full Gram matrix covers the active rows only instead of
-    every row (all rows are active at ``x = 0``).  ``initial`` and ``g_ref``
-    are the Newton solve's opening pass at ``x0`` and ``‖∇Φ(0)‖`` when they
-    were made with the features (:mod:`dsvm.svm._opening`).
+    ``start`` (:class:`dsvm.solvers.Start`) is where the solve begins: a starting point, a checkpoint to resume,
+    and the opening passes at ``x0`` made with the features (:mod:`dsvm.svm._opening`); default: from zero.
     """
     spec = REGISTRY[est.solver]
     options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
