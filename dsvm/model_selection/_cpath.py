@@ -2,8 +2,10 @@
 
 Per fold the ``C`` values are solved in increasing order, each from the
 previous solution; with the Newton method there the loss, gradient and Gram
-matrix are the previous solve's times ``C_new / C_old`` (:class:`CachedOperator`),
-so the next solve opens without a pass over the data.  The other folds start
+matrix are the previous solve's last pass times ``C_new / C_old``
+(:class:`PathPoint`), handed to the solver as its opening
+(:class:`dsvm.solvers.Start`, the warm start every Newton fit uses), so the
+next solve opens without a pass over the data.  The other folds start
 from the first fold's solution, their opening Gram matrices obtained from the
 first fold's by exchanging the rows of the two held-out folds
 (:meth:`dsvm.problems.PassResult.exchanged`).  A larger nested ``k`` starts
@@ -15,10 +17,11 @@ from the smaller one's solution mapped into its feature space
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections import defaultdict
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,88 +34,79 @@ from ._folds import MAX_SPLITS_PER_WORD, cv_confusion_block
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["CachedOperator", "cv_pair", "landmark_coefs", "weights_from_landmark_coefs", "map_to_larger_k",
-           "record_functions", "refit_start"]
+__all__ = ["PathPoint", "PairResult", "cv_pair", "merge_stats", "landmark_coefs", "weights_from_landmark_coefs",
+           "map_to_larger_k", "record_functions", "refit_start"]
 
 
-class CachedOperator:
-    """A squared-hinge operator that answers a warm-started Newton solve's opening passes.
+@dataclass
+class PathPoint:
+    """Where one problem's C path stands: the solution ``x`` at cost ``C`` and what the Newton solver knew there.
 
-    Along a fold's C path the next solve starts at the previous solution
-    ``x``.  There the loss, its gradient and its generalized Hessian are the
-    previous solve's last values times ``C_new / C_old`` (same rows, same
-    active set, costs linear in C), so the solver's opening pass (loss,
-    gradient and Gram matrix at ``x``) and its reference pass at ``x = 0``
-    (for the relative tolerance) need no pass over the data at all — exact,
-    not an approximation.  The wrapper remembers the pass results at the
-    points the solver evaluates, with the Gram matrix tracked through the
-    ``"full"`` and ``"delta"`` passes, so the final point's can be handed on.
+    ``at_x`` is the solver's last pass at ``x`` with its Gram matrix (None where
+    there is none: CG, another solver, a fresh start) and ``g0_per_cost`` is
+    ``‖∇Φ(0)‖ / C``.  On fixed rows loss, gradient and Gram matrix are linear in
+    the cost, so a solve at another ``C`` opens from these without a pass over
+    the data — exact, not an approximation.
     """
 
-    KEEP = 4
+    x: np.ndarray | None = None
+    C: float = 1.0
+    at_x: Any = None
+    g0_per_cost: float | None = None
 
-    def __init__(self, op, start=None, zero=None):
-        self.op = op
-        self.fit_intercept = op.fit_intercept
-        self.zero = zero
-        self._results: dict[bytes, Any] = {}
-        if start is not None:
-            self._remember(start[0], start[1])
+    def start(self, C: float) -> Start:
+        """The solver's :class:`~dsvm.solvers.Start` for a solve at cost ``C`` from this point."""
+        ratio = C / self.C
+        return Start(x0=self.x, initial=None if self.at_x is None else self.at_x.scaled(ratio),
+                     g_ref=None if self.g0_per_cost is None else self.g0_per_cost * C)
 
-    @property
-    def n_passes(self) -> int:
-        return self.op.n_passes
+    def objective_gap(self, C: float, reg: np.ndarray) -> tuple[float, float]:
+        """``(Φ(x), ‖∇Φ(x)‖ / ‖∇Φ(0)‖)`` at cost ``C`` from the known pass (needs ``at_x`` and ``g0_per_cost``)."""
+        ratio = C / self.C
+        f = 0.5 * float(self.x[:-1] @ self.x[:-1]) + self.at_x.loss * ratio
+        g = np.linalg.norm(reg * self.x + self.at_x.grad * ratio)
+        return f, float(g / (self.g0_per_cost * C))
 
-    @property
-    def n_rows(self) -> int:
-        return self.op.n_rows
 
-    @property
-    def n_blocks(self) -> int:
-        return self.op.n_blocks
+def _point_after(res, C: float) -> PathPoint:
+    """The path point a solve at cost ``C`` ends at (its last pass kept where it holds a Gram matrix)."""
+    last = res.last_pass
+    return PathPoint(x=res.x, C=C, at_x=last if last is not None and last.hess is not None else None,
+                     g0_per_cost=res.grad_norm0 / C if res.method.startswith("newton") else None)
 
-    @property
-    def is_distributed(self) -> bool:
-        return self.op.is_distributed
 
-    @staticmethod
-    def _key(x) -> bytes:
-        return np.asarray(x, dtype=np.float64).tobytes()
+@dataclass
+class PairResult:
+    """What :func:`cv_pair` returns for one ``(gamma, k)``.
 
-    def _remember(self, x, res):
-        self._results[self._key(x)] = res
-        while len(self._results) > self.KEEP:
-            self._results.pop(next(iter(self._results)))
+    Attributes
+    ----------
+    W : ndarray of shape (folds, len(Cs), problems, dim)
+        The fold solutions.
+    Cs : list of float
+        The costs, increasing.
+    confusions : ndarray of shape (len(c_rows), folds, 2, classes, classes)
+        Per row of ``c_rows``: the held-out ``[0]`` and training ``[1]`` confusion matrices.
+    fit_seconds, score_seconds : ndarray of shape (len(c_rows), folds)
+        Per row of ``c_rows``: its share of the solve and scoring time.
+    stats : Counter
+        Counts and seconds to add to the search's (:func:`merge_stats`).
+    """
 
-    def result_at(self, x):
-        """The pass result (loss, gradient, Gram matrix in ``hess``) at ``x``, if known."""
-        return self._results.get(self._key(x))
+    W: np.ndarray
+    Cs: list[float]
+    confusions: np.ndarray
+    fit_seconds: np.ndarray
+    score_seconds: np.ndarray
+    stats: Counter = field(default_factory=Counter)
 
-    def evaluate(self, x0, x1, t_grid=(), hessian="none"):
-        """The wrapped operator's pass, or the one remembered at ``x1`` (see the class docstring)."""
-        same = len(t_grid) == 0 and np.array_equal(x0, x1)
-        if same and hessian == "none" and not np.any(x1) and self.zero is not None:
-            return self.zero
-        if same:
-            known = self.result_at(x1)
-            if known is not None and (hessian == "none" or known.hess is not None):
-                return replace(known, hess=None if hessian == "none" else known.hess.copy(), n_changed=0)
-        res = self.op.evaluate(x0, x1, t_grid, hessian)
-        if same and not np.any(x1):
-            self.zero = replace(res, hess=None)
-        gram = None
-        if hessian == "full":
-            gram = res.hess
-        elif hessian == "delta":
-            before = self.result_at(x0)
-            if before is not None and before.hess is not None:
-                gram = before.hess + res.hess
-        self._remember(x1, replace(res, hess=gram, loss_grid=np.zeros(0), n_changed=0))
-        return res
 
-    def hess_vec(self, x, v):
-        """The wrapped operator's Hessian-vector product (always a pass)."""
-        return self.op.hess_vec(x, v)
+def merge_stats(total: dict, part: dict) -> dict:
+    """``total`` with ``part`` added: sums, except ``max_*`` keys, which keep the larger value."""
+    merged = Counter(total)
+    for key, v in part.items():
+        merged[key] = max(merged[key], v) if key.startswith("max_") else merged[key] + v
+    return merged
 
 
 def landmark_coefs(w: np.ndarray, normalization: np.ndarray) -> np.ndarray:
@@ -147,16 +141,19 @@ def map_to_larger_k(prev, normalization: np.ndarray, lam: np.ndarray, c_rows) ->
     return np.concatenate([w_big, w_small[..., -1:]], axis=-1)
 
 
-def record_functions(funcs: dict, landmarks: np.ndarray, normalization: np.ndarray, W: np.ndarray, Cs, c_rows) -> None:
-    """Per candidate row: the fold models' mean decision function as landmark coefficients.
+def record_functions(landmarks: np.ndarray, normalization: np.ndarray, W: np.ndarray, Cs, c_rows) -> dict:
+    """Per candidate row of ``c_rows``: the fold models' mean decision function as landmark coefficients.
 
     A fold solution ``w`` is ``Σ_i α_i K(·, l_i) + b`` with ``α = normalizationᵀ w``;
     the mean over folds of ``(α, b)`` is the refit's starting point (:func:`refit_start`).
+    Returns ``{row: (landmarks, α per problem, b per problem)}``.
     """
     c_index = {c: i for i, c in enumerate(Cs)}
+    funcs = {}
     for C, row in c_rows:
         w = W[:, c_index[C]].mean(axis=0)  # (problems, r + 1)
         funcs[row] = (landmarks, landmark_coefs(w[:, :-1], normalization), w[:, -1].copy())
+    return funcs
 
 
 def refit_start(function):
@@ -176,9 +173,146 @@ def refit_start(function):
     return start
 
 
-def cv_pair(est, ctx, F: RowBlocks, c_rows, class_w, positives, shared_seconds, cms, fit_t, score_t, stats, label,  # noqa: C901
-            *, x_start=None, n_jobs=None, return_train_score=False):
-    """Every fold and every C of one (gamma, k) on its feature blocks ``F``: ``(W, Cs)``.
+
+class _CPath:
+    """The solves of one ``(gamma, k)``: fold 0's C path first, then the other folds', which open from it."""
+
+    def __init__(self, est, ctx, F: RowBlocks, Cs, class_w, positives, label: str):
+        self.est, self.ctx, self.F, self.Cs = est, ctx, F, Cs
+        self.class_w, self.positives, self.label = class_w, positives, label
+        self.dim = F.n_cols + 1
+        self.hessian = resolve_hessian(est.hessian, F.n_rows, self.dim, F.is_distributed)
+        self.reg = np.r_[np.ones(self.dim - 1), 0.0]
+        # the fold-block layout lets a fold's passes be had from fold 0's by exchanging two folds' rows;
+        # only a Gram opening (Newton, hessian="gram") has a use for them
+        self.exchanges = est.solver == "newton" and self.hessian == "gram" and ctx.fold_blocks is not None
+        self.first: dict[int, list[PathPoint]] = {}  # fold 0's points per C index
+        self.W0 = None  # fold 0's solutions (len(Cs), problems, dim)
+        self._held_out0: dict = {}  # (C index, problem) -> fold 0's held-out rows' pass at fold 0's solution
+        self._zero_plus: dict = {}  # problem -> fold 0's held-out rows' pass at 0 (for Cs[0])
+        self._lock = threading.Lock()
+        self.exchange_passes = 0
+
+    def _operator(self, F, codes, weights, j: int, C: float) -> SquaredHingeOperator:
+        return SquaredHingeOperator(F, codes, self.positives[j], C * self.class_w, weights, self.est.fit_intercept)
+
+    def _held_out_pass(self, s: int, j: int, C: float, x) -> Any:
+        Fs, cs, ws = self.ctx.held_out_rows(self.F, s)
+        with self._lock:
+            self.exchange_passes += 1
+        return self._operator(Fs, cs, ws, j, C).evaluate(x, x, (), "full")
+
+    def run_fold(self, s: int, opening: list[PathPoint]) -> tuple[np.ndarray, np.ndarray, Counter]:
+        """Fold ``s``'s C path from ``opening`` (one point per problem): ``(W_s, seconds per C, counts)``."""
+        points, counts = list(opening), Counter()
+        W_s = np.zeros((len(self.Cs), len(self.positives), self.dim))
+        seconds = np.zeros(len(self.Cs))
+        for ci in range(len(self.Cs)):
+            t0 = time.perf_counter()
+            F_s, codes_s, w_s = self.ctx.training_rows(self.F, s)
+            for j in range(len(self.positives)):
+                if s > 0 and ci > 0:
+                    points[j] = self._continue_or_restart(s, ci, j, points[j], counts)
+                points[j] = self._solve(F_s, codes_s, w_s, s, ci, j, points[j], counts)
+            W_s[ci] = np.stack([p.x for p in points])
+            seconds[ci] = time.perf_counter() - t0
+            if s == 0:
+                self.first[ci] = list(points)
+        return W_s, seconds, counts
+
+    def _solve(self, F_s, codes_s, w_s, s, ci, j, point: PathPoint, counts: Counter) -> PathPoint:
+        C = self.Cs[ci]
+        op = self._operator(F_s, codes_s, w_s, j, C)
+        start = point.start(C) if self.est.solver == "newton" else Start(x0=point.x)
+        problem = f" class {j}" if len(self.positives) > 1 else ""
+        res = solve_with(self.est, op, self.dim, self.hessian, start=start,
+                         label=f"{self.label}[fold {s} C={C:g}{problem}] ")
+        counts.update(n_solves=1, newton_iter=res.n_iter, solver_passes=res.n_passes,
+                      not_converged=int(not res.converged))
+        counts["max_newton_iter"] = max(counts["max_newton_iter"], res.n_iter)
+        return _point_after(res, C)
+
+    def _continue_or_restart(self, s, ci, j, point: PathPoint, counts: Counter) -> PathPoint:
+        """Fold ``s`` continues its path at ``Cs[ci]``, or restarts from fold 0's solution for that ``C`` when
+        it starts with the lower objective (closer to the optimum: the objective is 1-strongly convex in w)."""
+        if point.at_x is None or point.g0_per_cost is None:
+            return point
+        C = self.Cs[ci]
+        f_cont, g_rel = point.objective_gap(C, self.reg)
+        if g_rel <= self.est.tol:
+            return point
+        alt = self.exchanged_pass(s, ci, j)
+        xa = self.W0[ci, j]
+        if alt is not None and 0.5 * float(xa[:-1] @ xa[:-1]) + alt.loss < f_cont:
+            counts["restarts"] += 1
+            return PathPoint(x=np.array(xa), C=C, at_x=alt, g0_per_cost=point.g0_per_cost)
+        return point
+
+    def exchanged_pass(self, s: int, ci: int, j: int):
+        """Fold ``s``'s pass (with Gram matrix) at fold 0's solution for ``Cs[ci]``, from fold 0's by
+        exchanging the rows of the two held-out folds: passes over those two folds' rows instead of one
+        over all training rows.  None where fold 0 kept no such pass."""
+        known = self.first[ci][j].at_x if self.exchanges and ci in self.first else None
+        if known is None or (ci, j) not in self._held_out0:
+            return None
+        minus = self._held_out_pass(s, j, self.Cs[ci], self.W0[ci, j])
+        return known.exchanged(self._held_out0[(ci, j)], minus)
+
+    def openings_of_other_folds(self) -> list[PathPoint]:
+        """Where the other folds start, per problem: fold 0's solution at the smallest C, with its pass
+        exchanged to their rows where the layout allows (fold 0's held-out rows' passes made here, once)."""
+        if self.exchanges:
+            for ci in self.first:
+                for j in range(len(self.positives)):
+                    self._held_out0[(ci, j)] = self._held_out_pass(0, j, self.Cs[ci], self.W0[ci, j])
+        return [PathPoint(x=np.array(self.W0[0, j]), C=self.Cs[0]) for j in range(len(self.positives))]
+
+    def opening_of_fold(self, s: int, points: list[PathPoint]) -> list[PathPoint]:
+        passes = [self.exchanged_pass(s, 0, j) for j in range(len(points))]
+        if any(p is None for p in passes):
+            return points
+        return [PathPoint(x=p.x, C=p.C, at_x=at) for p, at in zip(points, passes)]
+
+    def confusions(self, W: np.ndarray, return_train_score: bool) -> np.ndarray:
+        """Held-out (and training) confusion matrices of every fold and C: ``(folds, len(Cs), 2, m, m)``."""
+        ctx, S = self.ctx, self.ctx.n_splits
+        cm = np.zeros((S, len(self.Cs), 2, ctx.classes.size, ctx.classes.size))
+        for word, packed in enumerate(ctx.packed):
+            ids = list(range(word * MAX_SPLITS_PER_WORD, min(S, (word + 1) * MAX_SPLITS_PER_WORD)))
+            local = [s - word * MAX_SPLITS_PER_WORD for s in ids]
+            cm[ids] = self.F.map_reduce(cv_confusion_block, aligned=(ctx.codes, packed),
+                                        shared=(W[ids], local, ctx.classes.size, bool(return_train_score)))
+        return cm
+
+
+def _run_folds(path: _CPath, x_start, n_jobs) -> tuple[np.ndarray, np.ndarray, Counter]:
+    """Fold 0's path, then the others' (in threads with ``n_jobs``): ``(W, seconds, counts)``."""
+    P, S = len(path.positives), path.ctx.n_splits
+    first = [PathPoint(x=None if x_start is None else np.array(x_start[0][j]), C=path.Cs[0]) for j in range(P)]
+    W0, sec0, counts = path.run_fold(0, first)
+    path.W0 = W0
+    others = path.openings_of_other_folds()
+
+    def run(s):
+        return path.run_fold(s, path.opening_of_fold(s, others))
+
+    rest = range(1, S)
+    if n_jobs is not None and n_jobs != 1 and len(rest) > 1:
+        workers = len(rest) if n_jobs < 0 else min(int(n_jobs), len(rest))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dsvm-cv") as pool:
+            parts = list(pool.map(run, rest))
+    else:
+        parts = [run(s) for s in rest]
+    for _, _, c in parts:
+        counts = Counter(merge_stats(counts, c))
+    W = np.stack([W0] + [w for w, _, _ in parts])
+    seconds = np.stack([sec0] + [t for _, t, _ in parts])
+    return W, seconds, counts
+
+
+def cv_pair(est, ctx, F: RowBlocks, c_rows, class_w, positives, shared_seconds: float, label: str, *,
+            x_start=None, n_jobs=None, return_train_score=False) -> PairResult:
+    """Every fold and every C of one (gamma, k) on its feature blocks ``F``.
 
     The first fold runs the C path first, starting at the smallest C from
     ``x_start[0]`` (one row per problem; the solution of a smaller nested k,
@@ -186,159 +320,20 @@ def cv_pair(est, ctx, F: RowBlocks, c_rows, class_w, positives, shared_seconds, 
     the first fold's solution at the smallest C; at every further C they
     continue their own path or, with the fold-block layout, restart from the
     first fold's solution for that C, whichever has the lower objective.
+    ``shared_seconds`` (landmarks and features) is spread over the fold times.
     """
-    S = ctx.n_splits
     Cs = sorted({c for c, _ in c_rows})
-    dim = F.n_cols + 1
-    hessian = resolve_hessian(est.hessian, F.n_rows, dim, F.is_distributed)
-    W = np.zeros((S, len(Cs), len(positives), dim))
-    seconds = np.zeros((S, len(Cs)))
-
-    def run_split(s, starts):
-        """Fold ``s``'s C path.  ``starts[ci] = (x per problem, opening)`` restarts the path at
-        ``Cs[ci]`` from ``x``; ``opening[j] = (pass result at x[j] with its Gram matrix, pass result
-        at 0 or None)`` spares the solver its opening passes."""
-        x = [None] * len(positives)
-        last = [None] * len(positives)  # (pass result at x[j] with Gram, C it belongs to)
-        zeros = [None] * len(positives)  # (pass result at 0, C): per fold, linear in C
-        local = defaultdict(float)
-        for ci, C in enumerate(Cs):
-            if ci in starts:
-                xs, opening = starts[ci]
-                x = [None if v is None else np.array(v) for v in xs]
-                last = [None] * len(positives)
-                if opening is not None:
-                    last = [(o[0], C) for o in opening]
-                    zeros = [(o[1], C) if o[1] is not None else z for o, z in zip(opening, zeros)]
-            t0 = time.perf_counter()
-            F_s, codes_s, w_s = ctx.training_rows(F, s)
-            for j, pos in enumerate(positives):
-                if s > 0 and ci > 0 and ci not in starts and last[j] is not None and zeros[j] is not None:
-                    # continue the C path or restart from the first fold's solution for this C,
-                    # whichever starts with the lower objective (closer to the optimum: the
-                    # objective is 1-strongly convex in w)
-                    reg = np.r_[np.ones(dim - 1), 0.0]
-                    ratio = C / last[j][1]
-                    g_cont = np.linalg.norm(reg * x[j] + last[j][0].grad * ratio)
-                    g_ref = np.linalg.norm(zeros[j][0].grad * (C / zeros[j][1]))
-                    if g_cont > est.tol * g_ref:
-                        alt = exchange_result(s, ci, j)
-                        f_cont = 0.5 * float(x[j][:-1] @ x[j][:-1]) + last[j][0].loss * ratio
-                        xa = W[0, ci, j]
-                        if alt is not None and 0.5 * float(xa[:-1] @ xa[:-1]) + alt.loss < f_cont:
-                            x[j], last[j] = np.array(xa), (alt, C)
-                            local["restarts"] += 1
-                op = SquaredHingeOperator(F_s, codes_s, pos, C * class_w, w_s, est.fit_intercept)
-                if est.solver == "newton":
-                    g, z = last[j], zeros[j]
-                    op = CachedOperator(op, start=None if g is None else (x[j], g[0].scaled(C / g[1])),
-                                        zero=None if z is None else z[0].scaled(C / z[1]))
-                prefix = f"{label}[fold {s} C={C:g}{' class ' + str(j) if len(positives) > 1 else ''}] "
-                res = solve_with(est, op, dim, hessian, start=Start(x0=x[j]), label=prefix)
-                x[j] = res.x
-                if isinstance(op, CachedOperator):
-                    known = op.result_at(res.x)
-                    last[j] = None if known is None or known.hess is None else (known, C)
-                    if op.zero is not None:
-                        zeros[j] = (op.zero, C)
-                local["n_solves"] += 1
-                local["newton_iter"] += res.n_iter
-                local["max_newton_iter"] = max(local["max_newton_iter"], res.n_iter)
-                local["solver_passes"] += res.n_passes
-                local["not_converged"] += not res.converged
-            W[s, ci] = np.stack(x)
-            seconds[s, ci] = time.perf_counter() - t0
-            if s == 0:
-                first_results[ci] = list(last), list(zeros)
-        return local
-
-    first_results: dict[int, tuple] = {}
-    exchange: dict = {}
-    local_passes = [0]
-
-    def exchange_result(s, ci, j):
-        """Fold ``s``'s pass result (with Gram matrix) at the first fold's solution for ``Cs[ci]``, from
-        the first fold's by exchanging the rows of the two held-out folds (fold-block layout): passes
-        over those two folds' rows instead of one over all training rows.  ``None`` if not available."""
-        if est.solver != "newton" or ctx.fold_blocks is None or ci not in first_results:
-            return None
-        last0 = first_results[ci][0][j]
-        if last0 is None or (ci, j) not in exchange:
-            return None
-        x0 = W[0, ci, j]
-        Fs, cs, ws = ctx.held_out_rows(F, s)
-        minus = SquaredHingeOperator(Fs, cs, positives[j], Cs[ci] * class_w, ws, est.fit_intercept)
-        local_passes[0] += 1
-        return last0[0].scaled(Cs[ci] / last0[1]).exchanged(exchange[(ci, j)], minus.evaluate(x0, x0, (), "full"))
-
-    zero_plus: dict = {}
-
-    def zero_result(s, j):
-        """Fold ``s``'s pass result at 0 for ``Cs[0]``, likewise from the first fold's."""
-        z0 = first_results[0][1][j] if 0 in first_results else None
-        if est.solver != "newton" or ctx.fold_blocks is None or z0 is None:
-            return None
-        zero = np.zeros(dim)
-        cost = Cs[0] * class_w
-        if j not in zero_plus:  # the first fold's held-out rows: the same for every other fold
-            F0, c0, w0 = ctx.held_out_rows(F, 0)
-            zero_plus[j] = SquaredHingeOperator(F0, c0, positives[j], cost, w0, est.fit_intercept).evaluate(zero, zero)
-            local_passes[0] += 1
-        Fs, cs, ws = ctx.held_out_rows(F, s)
-        minus = SquaredHingeOperator(Fs, cs, positives[j], cost, ws, est.fit_intercept).evaluate(zero, zero)
-        local_passes[0] += 1
-        return z0[0].scaled(Cs[0] / z0[1]).exchanged(zero_plus[j], minus)
-
+    S = ctx.n_splits
+    path = _CPath(est, ctx, F, Cs, class_w, positives, label)
     t0 = time.perf_counter()
-    parts = [run_split(0, {0: (list(x_start[0]) if x_start is not None else [None] * len(positives), None)})]
-    if ctx.fold_blocks is not None and est.solver == "newton":
-        # the first fold's held-out rows at its solutions: shared by every other fold's exchange
-        for ci in first_results:
-            for j, pos in enumerate(positives):
-                F0, c0, w0 = ctx.held_out_rows(F, 0)
-                x0 = W[0, ci, j]
-                op0 = SquaredHingeOperator(F0, c0, pos, Cs[ci] * class_w, w0, est.fit_intercept)
-                exchange[(ci, j)] = op0.evaluate(x0, x0, (), "full")
-                local_passes[0] += 1
-    starts = {}
-    for s in range(1, S):
-        opening = [exchange_result(s, 0, j) for j in range(len(positives))]
-        if any(o is None for o in opening):
-            starts[s] = {0: (list(W[0, 0]), None)}
-        else:
-            starts[s] = {0: (list(W[0, 0]), [(o, zero_result(s, j)) for j, o in enumerate(opening)])}
-    rest = range(1, S)
-    if n_jobs is not None and n_jobs != 1 and len(rest) > 1:
-        workers = len(rest) if n_jobs < 0 else min(int(n_jobs), len(rest))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dsvm-cv") as pool:
-            parts += list(pool.map(lambda s: run_split(s, starts[s]), rest))
-    else:
-        parts += [run_split(s, starts[s]) for s in rest]
-    stats["exchange_passes"] += local_passes[0]
-    for p in parts:
-        for key, v in p.items():
-            if key.startswith("max_"):
-                stats[key] = max(stats[key], v)
-            else:
-                stats[key] += v
-    stats["solve_seconds"] += time.perf_counter() - t0
-
+    W, seconds, counts = _run_folds(path, x_start, n_jobs)
+    counts.update(exchange_passes=path.exchange_passes, solve_seconds=time.perf_counter() - t0)
     t0 = time.perf_counter()
-    cm = np.zeros((S, len(Cs), 2, ctx.classes.size, ctx.classes.size))
-    for word, packed in enumerate(ctx.packed):
-        ids = list(range(word * MAX_SPLITS_PER_WORD, min(S, (word + 1) * MAX_SPLITS_PER_WORD)))
-        local = [s - word * MAX_SPLITS_PER_WORD for s in ids]
-        cm[ids] = F.map_reduce(
-            cv_confusion_block, aligned=(ctx.codes, packed),
-            shared=(W[ids], local, ctx.classes.size, bool(return_train_score)),
-        )
+    cm = path.confusions(W, return_train_score)
     t_score = time.perf_counter() - t0
-    stats["score_seconds"] += t_score
-    c_index = {c: i for i, c in enumerate(Cs)}
-    for C, row in c_rows:
-        ci = c_index[C]
-        cms[row] = cm[:, ci]
-        fit_t[row] = seconds[:, ci] + shared_seconds / (S * len(Cs))
-        score_t[row] = t_score / (S * len(Cs))
+    counts["score_seconds"] += t_score
+    c_index = [Cs.index(C) for C, _ in c_rows]
     logger.info("%s%d folds x %d C: solves %.2fs, scoring %.3fs", label, S, len(Cs), seconds.sum(), t_score)
-    return W, Cs
+    return PairResult(W=W, Cs=Cs, confusions=np.stack([cm[:, ci] for ci in c_index]),
+                      fit_seconds=np.stack([seconds[:, ci] + shared_seconds / (S * len(Cs)) for ci in c_index]),
+                      score_seconds=np.full((len(c_rows), S), t_score / (S * len(Cs))), stats=counts)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,25 +31,10 @@ from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..approx import (
-    KernelColumnsMap,
-    ProjectedMap,
-    clip_n_components,
-    default_eig_rtol,
-    fit_feature_map,
-    gamma_for,
-    kernel_matrix,
-    make_kernel_spec,
-    nystroem_normalization,
-    prepare_landmarks,
-    select_landmarks,
-)
-from ..problems import FeatureStore
 from ..svm import (
     SCORINGS,
     NystroemSVC,
     check_params,
-    class_weights,
     evaluate,
     fit_classifier,
     param_names,
@@ -57,8 +42,9 @@ from ..svm import (
     score_from_confusion,
     unpack_dataset,
 )
-from ._cpath import cv_pair, map_to_larger_k, record_functions, refit_start
+from ._cpath import merge_stats, refit_start
 from ._folds import SearchContext
+from ._group import search_group
 from ._results import format_results, hashable
 
 logger = logging.getLogger(__name__)
@@ -332,18 +318,21 @@ solver_options, random_state, scale
         for i, cand in enumerate(candidates):
             other = tuple(sorted((k, hashable(v)) for k, v in cand.items() if k not in CHEAP_AXES))
             groups_of[other].append(i)
-        stats = defaultdict(float)
+        stats: Counter = Counter()
         fold_functions: dict[int, Any] = {}
         for other, idxs in groups_of.items():
             est = clone(base).set_params(**{k: candidates[idxs[0]][k] for k, _ in other})
             check_params(est)
-            cms, ft, st, funcs = self._search_group(est, ctx, [candidates[i] for i in idxs], stats)
+            group = search_group(est, ctx, [candidates[i] for i in idxs], self.n_features_in_, n_jobs=self.n_jobs,
+                                 return_train_score=self.return_train_score)
+            stats = merge_stats(stats, group.stats)
             for row, i in enumerate(idxs):
-                fold_functions[i] = funcs.get(row)
-                test_scores[i] = [score_from_confusion(cms[row, s, 0], self.scoring_) for s in range(S)]
+                fold_functions[i] = group.functions.get(row)
+                cms = group.confusions[row]
+                test_scores[i] = [score_from_confusion(cms[s, 0], self.scoring_) for s in range(S)]
                 if self.return_train_score:
-                    train_scores[i] = [score_from_confusion(cms[row, s, 1], self.scoring_) for s in range(S)]
-                fit_times[i], score_times[i] = ft[row], st[row]
+                    train_scores[i] = [score_from_confusion(cms[s, 1], self.scoring_) for s in range(S)]
+                fit_times[i], score_times[i] = group.fit_seconds[row], group.score_seconds[row]
         if stats["not_converged"]:
             warnings.warn(
                 f"{int(stats['not_converged'])} of {int(stats['n_solves'])} fold solves did not converge; "
@@ -367,93 +356,6 @@ solver_options, random_state, scale
             self.n_iter_ = int(self.best_estimator_.n_iter_)
         self.search_stats_["fit_seconds"] = time.perf_counter() - t_start
         return self
-
-    def _search_group(self, est: NystroemSVC, ctx: SearchContext, cands: list[dict], stats):
-        """All candidates sharing their non-(C, gamma, k) parameters: ``(confusions, fit times, score times)``."""
-        X_rb = ctx.X_rb  # features are computed on these rows (fold-ordered for in-memory data)
-        n, S = X_rb.n_rows, ctx.n_splits
-        m = ctx.classes.size
-        cms = np.zeros((len(cands), S, 2, m, m))
-        funcs = {}  # row -> (landmarks, fold-mean landmark coefficients, fold-mean intercepts)
-        fit_t = np.zeros((len(cands), S))
-        score_t = np.zeros((len(cands), S))
-        # Resolve gamma ("scale"/"auto") and clip k like NystroemSVC.fit does.
-        gamma_of = {}
-        plan: dict[Any, dict[int, list[tuple[float, int]]]] = defaultdict(lambda: defaultdict(list))
-        for row, cand in enumerate(cands):
-            g = cand.get("gamma", est.gamma)
-            key = hashable(g)
-            if key not in gamma_of:
-                check_params(clone(est).set_params(gamma=g))
-                # the search scales X_rb itself when scale= is set; otherwise mixed column scales warn, as in a fit
-                gamma_of[key] = gamma_for(g, X_rb, self.n_features_in_, warn_scales=est.scale is None, stacklevel=5)
-            k = clip_n_components(int(cand.get("n_components", est.n_components)), n, stacklevel=4)
-            plan[key][k].append((float(cand.get("C", est.C)), row))
-        class_w = class_weights(est.class_weight, ctx.classes, ctx.codes)
-        positives = [1] if m == 2 else list(range(m))
-        dtype = np.dtype(est.dtype)
-        rtol = default_eig_rtol(dtype) if est.eig_rtol is None else float(est.eig_rtol)
-        k_max = max(k for ks in plan.values() for k in ks)
-        n_pairs = sum(len(ks) for ks in plan.values())
-
-        t0 = time.perf_counter()
-        nested = est.landmarks == "uniform"
-        landmarks = {}
-        if nested:
-            # through select_landmarks: rows too wide to hold dense are refused before they are drawn
-            L_max = select_landmarks(ctx.X_orig, k_max, "uniform", est.random_state).components
-            if L_max.shape[0] < k_max:
-                logger.info("search: %d distinct landmark rows for k_max=%d", L_max.shape[0], k_max)
-        else:
-            for k in sorted({k for ks in plan.values() for k in ks}):
-                landmarks[k] = select_landmarks(ctx.X_orig, k, est.landmarks, est.random_state,
-                                                est.kmeans_iter).components
-        stats["landmark_seconds"] += time.perf_counter() - t0
-        landmark_share = (time.perf_counter() - t0) / n_pairs
-
-        for gkey, ks in plan.items():
-            spec = make_kernel_spec(est.kernel, gamma_of[gkey], est.degree, est.coef0)
-            if nested:
-                t0 = time.perf_counter()
-                with FeatureStore(X_rb, KernelColumnsMap(prepare_landmarks(L_max, spec, dtype)), est.feature_store,
-                                  check_finite=not ctx.checked) as kstore:
-                    K_LL = kernel_matrix(L_max, L_max, spec)
-                    t_kernel = time.perf_counter() - t0
-                    stats["kernel_seconds"] += t_kernel
-                    stats["kernel_stores"] += 1
-                    prev = None
-                    for k, c_rows in sorted(ks.items()):
-                        k_eff = min(k, L_max.shape[0])
-                        t1 = time.perf_counter()
-                        normalization, lam = nystroem_normalization(K_LL[:k_eff, :k_eff], rtol)
-                        with FeatureStore(kstore.features, ProjectedMap(normalization, dtype), est.feature_store,
-                                          check_finite=False) as fstore:
-                            t_feat = time.perf_counter() - t1
-                            stats["feature_seconds"] += t_feat
-                            stats["feature_stores"] += 1
-                            shared = t_feat + t_kernel / len(ks) + landmark_share
-                            start = None if prev is None else map_to_larger_k(prev, normalization, lam, c_rows)
-                            W, Cs = cv_pair(est, ctx, fstore.features, c_rows, class_w, positives, shared, cms,
-                                            fit_t, score_t, stats, f"[gamma={spec.gamma:g} k={k_eff}] ",
-                                            x_start=start, **self._pair_options())
-                        prev = (normalization, W, Cs)
-                        record_functions(funcs, L_max[:k_eff], normalization, W, Cs, c_rows)
-            else:
-                for k, c_rows in sorted(ks.items()):
-                    t1 = time.perf_counter()
-                    fmap = fit_feature_map(landmarks[k], spec, dtype=dtype, eig_rtol=est.eig_rtol)
-                    with FeatureStore(X_rb, fmap, est.feature_store, check_finite=not ctx.checked) as fstore:
-                        t_feat = time.perf_counter() - t1
-                        stats["feature_seconds"] += t_feat
-                        stats["feature_stores"] += 1
-                        W, Cs = cv_pair(est, ctx, fstore.features, c_rows, class_w, positives, t_feat + landmark_share,
-                                        cms, fit_t, score_t, stats, f"[gamma={spec.gamma:g} k={k}] ",
-                                        **self._pair_options())
-                    record_functions(funcs, landmarks[k], fmap.normalization, W, Cs, c_rows)
-        return cms, fit_t, score_t, funcs
-
-    def _pair_options(self) -> dict:
-        return {"n_jobs": self.n_jobs, "return_train_score": self.return_train_score}
 
     # ------------------------------------------------------------------ delegation
     def _check_refit(self):

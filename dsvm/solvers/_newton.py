@@ -35,6 +35,7 @@ tight ``tol``), the solver stops and reports ``converged=False`` with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
@@ -231,11 +232,13 @@ def semismooth_newton(  # noqa: C901
         prev_active, first_it = int(resume["prev_active"]), int(resume["it"]) + 1
         history = list(resume.get("history", []))
         logger.info("%snewton: resuming after iteration %d (obj=%.8e)", label, first_it - 1, f)
+        last = None  # the state holds no pass result
     else:
         if initial is not None and use_gram and initial.hess is None:
             raise ValueError("initial must hold the Gram matrix at x0 (a 'full' pass) for hessian='gram'")
         res = initial if initial is not None else op.evaluate(x, x, (), "full" if use_gram else "none")
         H_loss = res.hess
+        last = res
         f = _objective(reg, x, res.loss)
         g = reg * x + res.grad
         if g_ref is not None:
@@ -322,7 +325,7 @@ def semismooth_newton(  # noqa: C901
                 H_loss, last_full = res1.hess, it
             else:
                 H_loss = H_loss + res1.hess
-        prev_changed, prev_active = res1.n_changed, res1.n_active
+        prev_changed, prev_active, last = res1.n_changed, res1.n_active, res1
         stable = t == 1.0 and res1.n_changed == 0 and mode != "none"
         x = x_trial
         f = _objective(reg, x, res1.loss)
@@ -376,6 +379,7 @@ def semismooth_newton(  # noqa: C901
         method=f"newton-{hessian}",
         stop_reason=stop_reason,
         history=history,
+        last_pass=None if last is None else dataclasses.replace(last, hess=H_loss, loss_grid=np.zeros(0), n_changed=0),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -24,3 +25,7 @@ class SolverResult:
     method: str
     stop_reason: str
     history: list[dict] = field(default_factory=list)
+    #: Newton's last pass at ``x`` (loss, gradient, active rows and, with ``hessian="gram"``, the Gram matrix
+    #: there): the opening (:class:`~dsvm.solvers.Start` ``initial``) of a solve that continues from ``x``;
+    #: None for the other solvers and for a resumed solve that made no pass
+    last_pass: Any = None

@@ -7,6 +7,7 @@ calibration folds and the CV search's fold models).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import warnings
@@ -162,7 +163,33 @@ class FitResult:
                 "n_iter_": self.n_iter, "solver_stats_": self.solver_stats}
 
 
-def fit_problems(  # noqa: C901
+@dataclass
+class _Begun:
+    """Where a fit begins: its Nyström map, and the problems already solved when it resumes a checkpoint."""
+
+    fmap: Any
+    lm_indices: np.ndarray
+    gamma: float
+    timing: dict
+    done: list
+    resume: dict | None = None
+    first: int = 0
+
+
+def _begin(est, X_rb, checked, aligned, labels, make_operator, state) -> _Begun:
+    """The Nyström map from the checkpoint's ``state`` (resuming) or from new landmarks."""
+    if state is not None:
+        fmap, lm_indices, gamma = restore_feature_map(state)
+        timing = {"landmark_seconds": 0.0, "landmark_select_seconds": 0.0, "landmark_passes": 0}
+        return _Begun(fmap, lm_indices, gamma, timing, restore_done(state), restore_solver_state(state),
+                      int(state["meta"]["problem"]))
+    fmap, lm, gamma, timing = _feature_map(
+        est, X_rb, lambda spec, k: _active_landmarks(est, X_rb, checked, aligned, len(labels), make_operator, spec, k)
+    )
+    return _Begun(fmap, lm.indices, gamma, timing, [])
+
+
+def fit_problems(
     est,
     X_rb: RowBlocks,
     checked: bool,
@@ -184,19 +211,9 @@ def fit_problems(  # noqa: C901
     (or None); ignored when resuming from a checkpoint.
     """
     ckpt, state = open_checkpoint(est, X_rb, aligned[0], aligned[1])
-    if state is not None:
-        fmap, lm_indices, gamma = restore_feature_map(state)
-        timing = {"landmark_seconds": 0.0, "landmark_select_seconds": 0.0, "landmark_passes": 0}
-        done, resume, first = restore_done(state), restore_solver_state(state), int(state["meta"]["problem"])
-    else:
-        fmap, lm, gamma, timing = _feature_map(
-            est, X_rb, lambda spec, k: _active_landmarks(est, X_rb, checked, aligned, len(labels), make_operator, spec, k)
-        )
-        lm_indices, done, resume, first = lm.indices, [], None, 0
-    r = fmap.n_output
+    begun = _begin(est, X_rb, checked, aligned, labels, make_operator, state)
+    fmap, r = begun.fmap, begun.fmap.n_output
     starts = start(fmap) if start is not None and state is None else None
-    coef = np.zeros((len(labels), r))
-    intercept = np.zeros(len(labels))
     hessian = resolve_hessian(est.hessian, X_rb.n_rows, r + 1, X_rb.is_distributed)
     opening = plan = None
     if X_rb.is_distributed:
@@ -208,69 +225,83 @@ def fit_problems(  # noqa: C901
             opening = _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked,
                                "memory" if plan is None else plan[0])
         if opening is not None:
-            timing["opening"] = opening.stats
+            begun.timing["opening"] = opening.stats
     t0 = time.perf_counter()
     with stage(f"features (n={X_rb.n_rows}, r={r})"):
         store = FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked,
                              then=None if opening is None else opening.reduction, plan=plan)
     with store:
-        features = store.features
-        timing["feature_seconds"] = time.perf_counter() - t0
+        begun.timing["feature_seconds"] = time.perf_counter() - t0
         opened = None if opening is None else opening.starts(store.then_result)
-        for j, label in enumerate(labels):
-            prefix = f"[class {_plain_label(label)!r}] " if len(labels) > 1 else ""
-            if prepare_problem is not None:
-                with stage(f"{prefix}calibration"):
-                    prepare_problem(features, aligned, j, hessian, prefix)
-            if j < len(done):  # solved before the interruption
-                continue
-            op = make_operator(features, aligned, j)
-            on_state = None
-            if ckpt is not None:
-                def on_state(st, j=j):
-                    ckpt.save(fmap, lm_indices, gamma, done, j, st)
-            x0 = None if starts is None else starts[j]
-            initial = g_ref = None
-            if opened is not None:
-                x0, (initial, g_ref) = opening.xs[j], opened[j]
-                timing["opening"].setdefault("first_gram_rows", []).append(initial.n_active)
-            with stage(f"{prefix}{est.solver} solve"):
-                start = Start(x0=x0, resume=resume if j == first else None, on_state=on_state, initial=initial,
-                              g_ref=g_ref)
-                res = solve_with(est, op, r + 1, hessian, start=start, label=prefix)
-            warn_if_not_converged(res, est.tol, prefix)
-            done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
-                         "stats": {k: v for k, v in problem_stats(res, label, op).items() if k != "class"}})
-            if ckpt is not None:
-                ckpt.save(fmap, lm_indices, gamma, done, j + 1, None)
+        problem_starts = [_problem_start(j, starts, opening, opened, begun) for j in range(len(labels))]
+        done = _solve_problems(est, store.features, aligned, labels, make_operator, hessian, prepare_problem,
+                               problem_starts, begun, ckpt)
         kind = store.kind
-    for j, d in enumerate(done):
-        coef[j], intercept[j] = d["x"][:-1], d["x"][-1]
-    objectives = [d["objective"] for d in done]
-    n_iters = [d["n_iter"] for d in done]
-    stats = [dict(d["stats"], **{"class": _plain_label(label)}) for d, label in zip(done, labels)]
     if ckpt is not None:
         ckpt.complete()
+    return _fit_result(begun, done, labels, X_rb.n_rows, hessian, kind, t_start)
 
+
+def _problem_start(j, starts, opening, opened, begun: _Begun) -> Start:
+    """Problem ``j``'s start: the checkpoint's state, the subsample opening, or the caller's point (or zero)."""
+    if opened is not None:
+        initial, g_ref = opened[j]
+        begun.timing["opening"].setdefault("first_gram_rows", []).append(initial.n_active)
+        return Start(x0=opening.xs[j], initial=initial, g_ref=g_ref)
+    return Start(x0=None if starts is None else starts[j], resume=begun.resume if j == begun.first else None)
+
+
+def _solve_problems(est, features, aligned, labels, make_operator, hessian, prepare_problem, problem_starts,
+                    begun: _Begun, ckpt) -> list[dict]:
+    """Solve every problem not yet done (saving a checkpoint after each iteration and problem, if asked)."""
+    done = list(begun.done)
+    r = begun.fmap.n_output
+    for j, label in enumerate(labels):
+        prefix = f"[class {_plain_label(label)!r}] " if len(labels) > 1 else ""
+        if prepare_problem is not None:
+            with stage(f"{prefix}calibration"):
+                prepare_problem(features, aligned, j, hessian, prefix)
+        if j < len(done):  # solved before the interruption
+            continue
+        op = make_operator(features, aligned, j)
+        on_state = None
+        if ckpt is not None:
+            def on_state(st, j=j, done=done):
+                ckpt.save(begun.fmap, begun.lm_indices, begun.gamma, done, j, st)
+        with stage(f"{prefix}{est.solver} solve"):
+            start = dataclasses.replace(problem_starts[j], on_state=on_state)
+            res = solve_with(est, op, r + 1, hessian, start=start, label=prefix)
+        warn_if_not_converged(res, est.tol, prefix)
+        done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
+                     "stats": {k: v for k, v in problem_stats(res, label, op).items() if k != "class"}})
+        if ckpt is not None:
+            ckpt.save(begun.fmap, begun.lm_indices, begun.gamma, done, j + 1, None)
+    return done
+
+
+def _fit_result(begun: _Begun, done, labels, n_rows: int, hessian: str, kind: str, t_start: float) -> FitResult:
+    """The fit's coefficients, objectives and ``solver_stats_`` from the problems' results."""
+    fmap, timing = begun.fmap, begun.timing
+    coef = np.array([d["x"][:-1] for d in done])
+    intercept = np.array([d["x"][-1] for d in done], dtype=np.float64)
+    objectives = [d["objective"] for d in done]
+    stats = [dict(d["stats"], **{"class": _plain_label(label)}) for d, label in zip(done, labels)]
     solver_stats = {
         **timing,
         "solve_seconds": float(sum(st["seconds"] for st in stats)),
         "fit_seconds": time.perf_counter() - t_start,
-        "n_samples": X_rb.n_rows,
+        "n_samples": n_rows,
         "n_components": fmap.n_components,
-        "n_features_out": r,
+        "n_features_out": fmap.n_output,
         "hessian": hessian,
         "feature_store": kind,
         "problems": stats,
     }
-    logger.info(
-        "fit: n=%d k=%d r=%d landmarks %.3fs features %.3fs solve %.3fs",
-        X_rb.n_rows, fmap.n_components, r, timing["landmark_seconds"], timing["feature_seconds"],
-        solver_stats["solve_seconds"],
-    )
-    return FitResult(feature_map=fmap, gamma=gamma, component_indices=lm_indices, coef=coef, intercept=intercept,
-                     objective=objectives[0] if len(objectives) == 1 else np.asarray(objectives),
-                     n_iter=int(max(n_iters)), solver_stats=solver_stats)
+    logger.info("fit: n=%d k=%d r=%d landmarks %.3fs features %.3fs solve %.3fs", n_rows, fmap.n_components,
+                fmap.n_output, timing["landmark_seconds"], timing["feature_seconds"], solver_stats["solve_seconds"])
+    return FitResult(feature_map=fmap, gamma=begun.gamma, component_indices=begun.lm_indices, coef=coef,
+                     intercept=intercept, objective=objectives[0] if len(objectives) == 1 else np.asarray(objectives),
+                     n_iter=int(max(d["n_iter"] for d in done)), solver_stats=solver_stats)
 
 
 def _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind) -> Opening | None:

@@ -23,7 +23,7 @@ from dsvm.approx import (
 )
 from dsvm.blocks import aligned_vector, as_row_blocks
 from dsvm.model_selection import NystroemSVCCV
-from dsvm.model_selection._cpath import CachedOperator, map_to_larger_k
+from dsvm.model_selection._cpath import map_to_larger_k
 from dsvm.model_selection._folds import SearchContext
 from dsvm.problems import SquaredHingeOperator
 from dsvm.solvers import semismooth_newton
@@ -120,38 +120,6 @@ def test_solutions_map_to_a_larger_nested_k_with_the_same_decision_function():
     f_big = fit_feature_map(L, spec, np.float64).transform_block(X) @ w_big[:-1] + w_big[-1]
     np.testing.assert_allclose(f_big, f_small, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(w_big[:-1] @ w_big[:-1], w[:-1] @ w[:-1], rtol=1e-6)
-
-
-def test_cached_operator_reuses_the_scaled_gram_without_changing_the_answer():
-    X, y = make_circles_problem(n=500, seed=2)
-    fmap = NystroemSVC(n_components=50, gamma=0.3, dtype="float64", random_state=0, max_iter=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fmap.fit(X, y)
-    rb = as_row_blocks(fmap.feature_map_.transform_block(X), 128)
-    codes = aligned_vector((y > 0).astype(np.int32), rb)
-    dim = fmap.coef_.shape[1] + 1
-
-    def op(C):
-        return SquaredHingeOperator(rb, codes, 1, np.array([C, C]), None)
-
-    first = CachedOperator(op(1.0))
-    r1 = semismooth_newton(first, dim, tol=1e-10)
-    known = first.result_at(r1.x)
-    assert known is not None and known.hess is not None and first.zero is not None
-    plain_op = op(10.0)
-    plain = semismooth_newton(plain_op, dim, x0=r1.x, tol=1e-10)
-    warm_op = CachedOperator(op(10.0), start=(r1.x, known.scaled(10.0)), zero=first.zero.scaled(10.0))
-    warm = semismooth_newton(warm_op, dim, x0=r1.x, tol=1e-10)
-    np.testing.assert_allclose(warm.objective, plain.objective, rtol=1e-12)
-    np.testing.assert_allclose(warm.x, plain.x, rtol=1e-7, atol=1e-9)
-    assert warm.n_iter == plain.n_iter and warm.n_passes <= plain.n_passes - 2  # opening and zero passes saved
-    # what it hands the solver at the start is what passes would compute
-    fresh = op(10.0).evaluate(r1.x, r1.x, (), "full")
-    scaled = known.scaled(10.0)
-    np.testing.assert_allclose(scaled.hess, fresh.hess, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(scaled.grad, fresh.grad, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(scaled.loss, fresh.loss, rtol=1e-12)
 
 
 def test_zero_cost_rows_give_exactly_the_model_of_the_other_rows():
