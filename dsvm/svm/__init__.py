@@ -23,8 +23,8 @@ _MODULES = {
     "._metrics": ("SCORINGS", "evaluate", "score_from_confusion"),
     "._model_files": ("load_model", "model_file_problem", "save_model"),
     "._onnx_export": ("export_onnx", "onnx_file_problem", "to_onnx"),
+    "._opening": ("warm_start_problem",),
     "._regressor": ("NystroemSVR",),
-    "._warm_start": ("warm_start_problem",),
 }
 
 __all__ = [name for names in _MODULES.values() for name in names]

@@ -44,9 +44,11 @@ from ..problems import decision_blocks
 from ..solvers import REGISTRY
 from ._export import to_sklearn
 from ._onnx_export import to_onnx
-from ._warm_start import WARM_START_OPTIONS
 
-__all__ = ["NystroemBase", "set_fitted", "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names",
+# solver_options keys of the estimators' Newton solve that are not the solver's own
+WARM_START_OPTIONS = ("warm_start", "warm_rows")
+
+__all__ = ["WARM_START_OPTIONS", "NystroemBase", "set_fitted", "check_params", "check_cost_scale", "MAX_LOSS_SCALE", "MAX_FLOAT32_COST", "param_names",
            "FitInput", "prepare_fit_input", "prediction_input",
            "model_decisions", "model_decision_blocks", "check_feature_names", "check_dataset_input", "BLOCK_BYTES",
            "block_rows_for", "unpack_dataset", "is_dataset", "dataset_zero_based", "stored_chunk_bytes",

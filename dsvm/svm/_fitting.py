@@ -37,9 +37,9 @@ from ..checks import resolve_seed
 from ..problems import FeatureStore, active_row_sample, plan_feature_store
 from ..progress import stage
 from ..solvers import REGISTRY, SolverResult, Start, pegasos_progress, resolve_hessian, solve
+from ._base import WARM_START_OPTIONS
 from ._checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
 from ._opening import Opening, opening_size, subsample_opening
-from ._warm_start import WARM_START_OPTIONS
 
 logger = logging.getLogger(__name__)
 
