@@ -149,8 +149,8 @@ def _read_block(file: BlockFile) -> np.ndarray:
     return values
 
 
-def _spill_task(block, file: BlockFile, offset, fn, shared, then_fn, then_aligned, then_shared):
-    """``fn`` of one block into this thread's buffer, written by a helper thread while ``then_fn`` reads it."""
+def _spill_task(block, file: BlockFile, offset, fn, shared, reduction_fn, reduction_aligned, reduction_shared):
+    """``fn`` of one block into this thread's buffer, written by a helper thread while ``reduction_fn`` reads it."""
     values = thread_buffer(file.nbytes)
     out = file.view(values)
     kw = {} if offset is None else {"offset": offset}
@@ -174,13 +174,13 @@ def _spill_task(block, file: BlockFile, offset, fn, shared, then_fn, then_aligne
     writer = threading.Thread(target=write, name="dsvm-block-writer")
     writer.start()
     try:
-        if then_fn is None:
+        if reduction_fn is None:
             result = None
         else:
             out.flags.writeable = False
             _CURRENT.key = (file.folder, file.index)
             try:
-                result = then_fn(out, *then_aligned, *then_shared)
+                result = reduction_fn(out, *reduction_aligned, *reduction_shared)
             finally:
                 _CURRENT.key = None
     finally:
@@ -257,13 +257,13 @@ class FileBlocks(RowBlocks):
 
 
 def spill_blocks(X: RowBlocks, fn: Callable, n_cols: int, dtype, folder: str, *, shared: Sequence[Any] = (),
-                 with_offset: bool = False, then: BlockReduction | None = None, direct: bool = True,
+                 with_offset: bool = False, reduction: BlockReduction | None = None, direct: bool = True,
                  stored: str | None = None, bound: float = 1.0) -> tuple[FileBlocks, Any]:
-    """Blocks ``fn(X_i, *shared, out=buffer)`` written once to raw files in ``folder``; ``then`` on them meanwhile.
+    """Blocks ``fn(X_i, *shared, out=buffer)`` written once to raw files in ``folder``; ``reduction`` on them meanwhile.
 
     ``fn`` fills ``out`` (``rows x n_cols``, ``dtype``) and returns it (or
     returns an array that is copied there).  With ``with_offset`` it also gets
-    ``offset=`` (the index of the block's first row).  ``then``, if given, is
+    ``offset=`` (the index of the block's first row).  ``reduction``, if given, is
     applied to every new block while it is being written; its combined result
     is returned with the blocks (None without).  ``direct=False`` writes and
     reads through the page cache.  ``stored="int16"`` keeps the blocks as 16-bit
@@ -285,15 +285,15 @@ def spill_blocks(X: RowBlocks, fn: Callable, n_cols: int, dtype, folder: str, *,
              for i, c in enumerate(X.chunks)]
     blocks = X.delayed_blocks()
     offsets = X.offsets
-    then_extra = [_delayed_blocks(a, len(blocks)) for a in (then.aligned if then is not None else ())]
+    reduction_extra = [_delayed_blocks(a, len(blocks)) for a in (reduction.aligned if reduction is not None else ())]
     task = dask.delayed(_spill_task, pure=False)
     shared_keys = [shared_key(s) for s in shared]
-    then_fn = None if then is None else shared_key(then.fn)
-    then_shared = [] if then is None else [shared_key(s) for s in then.shared]
-    parts = [task(b, f, int(offsets[i]) if with_offset else None, fn, shared_keys, then_fn,
-                  [e[i] for e in then_extra], then_shared)
+    reduction_fn = None if reduction is None else shared_key(reduction.fn)
+    reduction_shared = [] if reduction is None else [shared_key(s) for s in reduction.shared]
+    parts = [task(b, f, int(offsets[i]) if with_offset else None, fn, shared_keys, reduction_fn,
+                  [e[i] for e in reduction_extra], reduction_shared)
              for i, (b, f) in enumerate(zip(blocks, files))]
-    result = reduce_parts(parts, then.combine if then is not None else _nothing, X.footprint)
+    result = reduce_parts(parts, reduction.combine if reduction is not None else _nothing, X.footprint)
     return FileBlocks(files, X.footprint), result
 
 

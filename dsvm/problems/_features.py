@@ -134,10 +134,10 @@ class FeatureStore:
         Check every block of ``X`` for NaN and infinity (naming the row).
     sparse_density : float or None
         Non-zeros per cell of sparse ``X`` (for the cost model).
-    then : BlockReduction, optional
+    reduction : BlockReduction, optional
         A reduction over the feature blocks (with blocks aligned with ``X``):
         run on each block while it is written to disk, else in one pass over
-        the new store.  Its result is :attr:`then_result`.
+        the new store.  Its result is :attr:`reduction_result`.
     plan : (str, str), optional
         ``(store, reason)`` from :func:`plan_feature_store` for these
         arguments, when the caller has just made it (it asks the workers).
@@ -148,18 +148,18 @@ class FeatureStore:
         The feature rows, aligned with ``X``.
     kind : str
         ``"memory"``, ``"disk"`` or ``"recompute"``.
-    then_result
-        The result of ``then`` (None without).
+    reduction_result
+        The result of ``reduction`` (None without).
     """
 
     def __init__(self, X: RowBlocks, fmap, store: str = "auto", check_finite: bool = True, sparse_density=None,
-                 then: BlockReduction | None = None, plan: tuple[str, str] | None = None):
+                 reduction: BlockReduction | None = None, plan: tuple[str, str] | None = None):
         self.kind, reason = plan or plan_feature_store(
             store, X, fmap.n_output, fmap.n_components, np.dtype(fmap.dtype).itemsize, sparse_density
         )
         logger.info("feature store: %s (%s)", self.kind, reason)
         self.scratch: str | None = None
-        self.then_result = None
+        self.reduction_result = None
         self._exit = ExitStack()
         shared = (fmap, check_finite)
         if self.kind == "disk":
@@ -168,9 +168,9 @@ class FeatureStore:
             self._exit.enter_context(sigterm_cleanup())
             try:
                 self.scratch = _scratch_directory()
-                self.features, self.then_result = spill_blocks(
+                self.features, self.reduction_result = spill_blocks(
                     X, _feature_block, fmap.n_output, fmap.dtype, self.scratch, shared=shared, with_offset=True,
-                    then=then, direct=bool(config.get("direct-io")), stored=stored,
+                    reduction=reduction, direct=bool(config.get("direct-io")), stored=stored,
                     bound=getattr(fmap, "feature_bound", None) or 1.0)
             except BaseException as exc:
                 base = self.scratch or config.scratch_base()
@@ -187,10 +187,10 @@ class FeatureStore:
         lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=shared, with_offset=True)
         # with a reduction to run on one worker, it starts on each block as soon as that block is in
         # memory (it waits for them all): no barrier between the two
-        self.features = lazy.persist(wait=True if then is None else None) if self.kind == "memory" else lazy
-        if then is not None:
-            self.then_result = self.features.map_reduce(then.fn, aligned=then.aligned, shared=then.shared,
-                                                        combine=then.combine)
+        self.features = lazy.persist(wait=True if reduction is None else None) if self.kind == "memory" else lazy
+        if reduction is not None:
+            self.reduction_result = self.features.map_reduce(reduction.fn, aligned=reduction.aligned, shared=reduction.shared,
+                                                        combine=reduction.combine)
 
     def close(self) -> None:
         if self.scratch is not None:

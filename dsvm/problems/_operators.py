@@ -377,7 +377,7 @@ def opening_evaluations(ops: list, xs: list[np.ndarray], hessian: str) -> BlockR
     pass at ``xs[j]`` (with the Gram matrix of its active rows for
     ``hessian="gram"``).  The pass at 0 needs no product with ``w``.  Run it
     on the feature blocks as they are made
-    (:class:`~dsvm.problems.FeatureStore` ``then=``) and read the sum with
+    (:class:`~dsvm.problems.FeatureStore` ``reduction=``) and read the sum with
     :func:`opening_results`.  ``ops`` are operators over the same aligned arrays.
     """
     aligned = ops[0].aligned

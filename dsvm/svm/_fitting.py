@@ -229,10 +229,10 @@ def fit_problems(
     t0 = time.perf_counter()
     with stage(f"features (n={X_rb.n_rows}, r={r})"):
         store = FeatureStore(X_rb, fmap, est.feature_store, check_finite=not checked,
-                             then=None if opening is None else opening.reduction, plan=plan)
+                             reduction=None if opening is None else opening.reduction, plan=plan)
     with store:
         begun.timing["feature_seconds"] = time.perf_counter() - t0
-        opened = None if opening is None else opening.starts(store.then_result)
+        opened = None if opening is None else opening.starts(store.reduction_result)
         problem_starts = [_problem_start(j, starts, opening, opened, begun) for j in range(len(labels))]
         done = _solve_problems(est, store.features, aligned, labels, make_operator, hessian, prepare_problem,
                                problem_starts, begun, ckpt)

@@ -65,8 +65,8 @@ def data():
 @pytest.mark.parametrize("fn", [_times, _copying])
 def test_spilled_blocks_read_back_and_reduce_as_the_array(tmp_path, data, fn):
     X, W, y, F, Xd, yd = data
-    then = BlockReduction(_sums, aligned=(yd,), shared=(2.0,), combine=_combine_sums)
-    stored, first = spill_blocks(Xd, fn, R, np.float32, str(tmp_path), shared=(W,), with_offset=True, then=then)
+    reduction = BlockReduction(_sums, aligned=(yd,), shared=(2.0,), combine=_combine_sums)
+    stored, first = spill_blocks(Xd, fn, R, np.float32, str(tmp_path), shared=(W,), with_offset=True, reduction=reduction)
     assert stored.chunks == CHUNKS and stored.n_cols == R and stored.is_distributed
     assert sorted(os.listdir(tmp_path)) == sorted(f"block-{i}.raw" for i in range(4))
     assert all(os.path.getsize(tmp_path / f"block-{i}.raw") % raw_files.ALIGN == 0 for i in range(4))
@@ -148,9 +148,9 @@ def test_a_failed_write_fails_the_spill(tmp_path, data, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(file_blocks, "write_raw", full)
-    then = BlockReduction(_sums, aligned=(yd,), shared=(1.0,), combine=_combine_sums)
+    reduction = BlockReduction(_sums, aligned=(yd,), shared=(1.0,), combine=_combine_sums)
     with pytest.raises(OSError) as err:
-        spill_blocks(Xd, _times, R, np.float32, str(tmp_path), shared=(W,), then=then)
+        spill_blocks(Xd, _times, R, np.float32, str(tmp_path), shared=(W,), reduction=reduction)
     assert err.value.errno == errno.ENOSPC
 
 
@@ -174,9 +174,9 @@ def test_on_a_distributed_cluster(tmp_path, data, local_cluster_client):
     X, W, y, F, Xd, yd = data
     with local_cluster_client.as_current():
         Xp, yp = Xd.persist(), yd.persist()
-        then = BlockReduction(_sums, aligned=(yp,), shared=(1.0,), combine=_combine_sums)
+        reduction = BlockReduction(_sums, aligned=(yp,), shared=(1.0,), combine=_combine_sums)
         stored, first = spill_blocks(Xp, _times, R, np.float32, str(tmp_path), shared=(W,), with_offset=True,
-                                     then=then)
+                                     reduction=reduction)
         again = stored.map_reduce(_sums, aligned=(yp,), shared=(1.0,), combine=_combine_sums)
     np.testing.assert_allclose(first["F'y"], F.T @ y, rtol=1e-5)
     np.testing.assert_array_equal(again["F'y"], first["F'y"])
@@ -190,9 +190,9 @@ def _unit(X_block, W, out=None):
 def test_sixteen_bit_fixed_point_halves_the_files_and_every_pass_sees_the_same_values(tmp_path, data):
     X, W, y, F, Xd, yd = data
     exact = np.tanh(X @ W)
-    then = BlockReduction(_sums, aligned=(yd,), shared=(1.0,), combine=_combine_sums)
+    reduction = BlockReduction(_sums, aligned=(yd,), shared=(1.0,), combine=_combine_sums)
     os.mkdir(tmp_path / "a")
-    stored, first = spill_blocks(Xd, _unit, R, np.float32, str(tmp_path / "a"), shared=(W,), then=then,
+    stored, first = spill_blocks(Xd, _unit, R, np.float32, str(tmp_path / "a"), shared=(W,), reduction=reduction,
                                  stored="int16")
     values = stored.compute()
     assert values.dtype == np.float32
