@@ -35,9 +35,11 @@ tight ``tol``), the solver stops and reports ``converged=False`` with
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -152,7 +154,235 @@ def _solve_newton_system(H_loss: np.ndarray, reg: np.ndarray, rhs: np.ndarray) -
             return sol
 
 
-def semismooth_newton(  # noqa: C901
+# The fused pass evaluates a few step sizes; near the solution t = 1 is the
+# rule.  Shorter steps are looked for in a second pass only when all fail.
+_GRID = np.array([1.0, 0.5, 0.25, 0.1])
+_FINE_GRID = BACKTRACK ** np.arange(4, MAX_BACKTRACKS + 1)
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What every iteration of one solve reads: the problem's size and method, its options and hooks."""
+
+    dim: int
+    hessian: str
+    reg: np.ndarray  # the regularisation's diagonal: ones, with a zero for the bias
+    cg_max_iter: int
+    refresh_every: int
+    label: str
+    callback: Callable | None
+    on_state: Callable | None
+
+    @property
+    def use_gram(self) -> bool:
+        return self.hessian == "gram"
+
+
+@dataclass(frozen=True)
+class _State:
+    """Where a solve stands after iteration ``it`` (0 at its start): all the next iteration and a checkpoint need."""
+
+    x: np.ndarray
+    f: float
+    g: np.ndarray
+    H_loss: np.ndarray | None  # the loss part of the Newton matrix (``hessian="gram"`` only)
+    g_ref: float
+    it: int
+    last_full: int  # the iteration whose pass computed H_loss in full
+    prev_changed: int | None  # rows that entered or left the active set in the last step (None at the start)
+    prev_active: int
+    history: list[dict]
+    last: Any  # the pass that gave f and g (None after a resume: the checkpoint holds no pass)
+
+
+def _resumed(resume: dict, o: _Options) -> _State:
+    """The state ``on_state`` was given, refused when it belongs to another problem."""
+    if int(resume["dim"]) != o.dim or str(resume["hessian"]) != o.hessian:
+        raise ValueError("the saved solver state belongs to a problem of another size or method")
+    changed = int(resume["prev_changed"])
+    s = _State(
+        x=np.array(resume["x"], dtype=np.float64), f=float(resume["f"]), g=np.array(resume["g"], dtype=np.float64),
+        H_loss=np.array(resume["H_loss"]) if o.use_gram else None, g_ref=float(resume["g_ref"]),
+        it=int(resume["it"]), last_full=int(resume["last_full"]), prev_changed=None if changed < 0 else changed,
+        prev_active=int(resume["prev_active"]), history=list(resume.get("history", [])), last=None,
+    )
+    logger.info("%snewton: resuming after iteration %d (obj=%.8e)", o.label, s.it, s.f)
+    return s
+
+
+def _opening(op, x: np.ndarray, initial, g_ref: float | None, o: _Options) -> _State:
+    """The state at the starting point ``x``, from the pass ``initial`` when one was made elsewhere.
+
+    The stopping rule's reference ``‖∇Φ(0)‖`` is ``g_ref`` when given, the
+    gradient's norm at a start at zero, else a pass at zero.
+    """
+    if initial is not None and o.use_gram and initial.hess is None:
+        raise ValueError("initial must hold the Gram matrix at x0 (a 'full' pass) for hessian='gram'")
+    res = initial if initial is not None else op.evaluate(x, x, (), "full" if o.use_gram else "none")
+    f = _objective(o.reg, x, res.loss)
+    g = o.reg * x + res.grad
+    if g_ref is not None:
+        g_ref = float(g_ref)
+    elif not np.any(x):
+        g_ref = float(np.linalg.norm(g))
+    else:
+        zero = np.zeros(o.dim)
+        g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
+    check_point(f, g, method="newton", it=0, label=o.label)
+    check_point(0.0, np.array([g_ref]), method="newton", it=0, label=o.label)  # the gradient at zero
+    check_matrix(res.hess, what="Gram matrix of the Newton system", method="newton", it=0, label=o.label)
+    return _State(x=x, f=f, g=g, H_loss=res.hess, g_ref=max(g_ref, np.finfo(float).tiny), it=0, last_full=0,
+                  prev_changed=None, prev_active=res.n_active, history=[], last=res)
+
+
+def _small_gradient(s: _State, tol: float) -> bool:
+    """The stopping rule ``‖∇Φ(x)‖ ≤ tol · ‖∇Φ(0)‖``."""
+    return float(np.linalg.norm(s.g)) <= tol * s.g_ref
+
+
+def _direction(op, s: _State, gnorm: float, o: _Options) -> tuple[np.ndarray, float, int]:
+    """The Newton direction ``d``, ``gᵀd`` and the CG steps spent on it.
+
+    CG solves only as tightly as the gradient is small (an inexact Newton
+    forcing term).  A direction that does not descend (rounding in a nearly
+    singular system) is replaced by steepest descent.
+    """
+    cg_steps = 0
+    if o.use_gram:
+        d = _solve_newton_system(s.H_loss, o.reg, -s.g)
+    else:
+        forcing = min(0.5, np.sqrt(gnorm / s.g_ref))
+        cg = conjugate_gradient(lambda v: o.reg * v + op.hess_vec(s.x, v), -s.g, rtol=forcing,
+                                max_iter=o.cg_max_iter, preconditioner=None)
+        d, cg_steps = cg.x, cg.n_iter
+    if not op.fit_intercept:
+        d[-1] = 0.0
+    gd = float(s.g @ d)
+    if not np.isfinite(gd) or gd >= 0.0:
+        d, gd = -s.g, -float(s.g @ s.g)
+    return d, gd, cg_steps
+
+
+def _gram_update(s: _State, it: int, o: _Options) -> str:
+    """The Hessian the passes of iteration ``it`` compute: ``"full"``, ``"delta"`` or ``"none"`` (CG)."""
+    if not o.use_gram:
+        return "none"
+    # Rows that enter or leave A cost as much as rows that stay would in a
+    # full recomputation: update unless the last step changed more rows
+    # than stayed active, and refresh regularly to bound rounding drift.
+    full = it - s.last_full >= o.refresh_every or (s.prev_changed is not None and s.prev_changed >= s.prev_active)
+    return "full" if full else "delta"
+
+
+def _line_search(op, s: _State, d: np.ndarray, gd: float, mode: str, gnorm: float, it: int, o: _Options):
+    """Armijo's step ``t`` along ``d``, the pass at ``x + t d`` (with the Hessian ``mode``) and that point.
+
+    The steps of ``_GRID`` are judged in the pass at ``x + d``, those of
+    ``_FINE_GRID`` in a second pass when all fail.  ``t`` is None when no
+    step decreases Φ and the gradient at ``x + d`` does not say the step is good.
+    """
+    x_trial = s.x + d
+    res = op.evaluate(s.x, x_trial, _GRID, mode)
+    wx, wd = float((o.reg * s.x) @ d), float((o.reg * d) @ d)
+
+    def armijo(ts, losses):
+        phi = 0.5 * (o.reg * s.x) @ s.x + ts * wx + 0.5 * ts**2 * wd + losses
+        return phi <= s.f + ARMIJO_SIGMA * ts * gd
+
+    ok = armijo(_GRID, res.loss_grid)
+    if ok[0]:
+        return 1.0, res, x_trial
+    if ok.any():
+        t = float(_GRID[np.argmax(ok)])
+    else:
+        ok_fine = armijo(_FINE_GRID, op.evaluate(s.x, x_trial, _FINE_GRID, "none").loss_grid)
+        if not ok_fine.any():
+            return (1.0 if _rounding_hides_decrease(res, x_trial, gnorm, it, o) else None), res, x_trial
+        t = float(_FINE_GRID[np.argmax(ok_fine)])
+    x_trial = s.x + t * d
+    return t, op.evaluate(s.x, x_trial, (), mode), x_trial
+
+
+def _rounding_hides_decrease(res, x_trial: np.ndarray, gnorm: float, it: int, o: _Options) -> bool:
+    """Whether the full step, which decreased Φ at no step size, is good all the same.
+
+    Rounding can hide the decrease; the gradient at the trial point then shows
+    it.  A loss that is NaN is an error, never "converged".
+    """
+    g_trial = o.reg * x_trial + res.grad
+    check_point(res.loss, np.append(g_trial, res.loss_grid), method="newton", it=it, label=o.label, trial=True)
+    return np.linalg.norm(g_trial) < 0.5 * gnorm
+
+
+def _advanced(s: _State, res, x_trial: np.ndarray, mode: str, it: int, o: _Options) -> _State:
+    """The state after iteration ``it`` stepped to ``x_trial``, whose pass is ``res`` (history not yet added)."""
+    H_loss, last_full = s.H_loss, s.last_full
+    if mode == "full":
+        H_loss, last_full = res.hess, it
+    elif mode == "delta":
+        H_loss = H_loss + res.hess
+    f = _objective(o.reg, x_trial, res.loss)
+    g = o.reg * x_trial + res.grad
+    check_point(f, g, method="newton", it=it, label=o.label)
+    check_matrix(H_loss, what="Gram matrix of the Newton system", method="newton", it=it, label=o.label)
+    return _State(x=x_trial, f=f, g=g, H_loss=H_loss, g_ref=s.g_ref, it=it, last_full=last_full,
+                  prev_changed=res.n_changed, prev_active=res.n_active, history=s.history, last=res)
+
+
+def _checkpoint(s: _State, o: _Options) -> dict:
+    """What ``on_state`` is given: numpy arrays and numbers from which ``_resumed`` continues."""
+    return {
+        "dim": o.dim, "hessian": o.hessian, "x": s.x, "f": s.f, "g": s.g, "g_ref": s.g_ref, "it": s.it,
+        "last_full": s.last_full, "prev_changed": -1 if s.prev_changed is None else s.prev_changed,
+        "prev_active": s.prev_active, "H_loss": s.H_loss if o.use_gram else np.zeros(0), "history": s.history,
+    }
+
+
+def _report(s: _State, info: dict, o: _Options) -> None:
+    """Hand the finished iteration on: its checkpoint state, then its log line, then the callback."""
+    if o.on_state is not None:
+        o.on_state(_checkpoint(s, o))
+    logger.info(
+        "%snewton it=%d obj=%.8e |g|=%.3e |A|=%d cg=%d t=%.3g H=%s %.3fs",
+        o.label, s.it, s.f, info["grad_norm"], info["n_active"], info["cg_steps"], info["step"],
+        info["hessian_update"], info["seconds"],
+    )
+    if o.callback is not None:
+        o.callback(s.it, s.x, info)
+
+
+def _iteration(op, s: _State, o: _Options) -> tuple[_State, str | None]:
+    """One Newton iteration from ``s``: the state it reaches, and the stop reason when the solve ends there."""
+    it, t_iter, passes_before = s.it + 1, time.perf_counter(), op.n_passes
+    gnorm = float(np.linalg.norm(s.g))
+    d, gd, cg_steps = _direction(op, s, gnorm, o)
+    mode = _gram_update(s, it, o)
+    t, res, x_trial = _line_search(op, s, d, gd, mode, gnorm, it, o)
+    if t is None:
+        logger.info("%snewton: line search found no decrease at |g|/|g0|=%.2e; stopping", o.label, gnorm / s.g_ref)
+        return s, "precision"
+    new = _advanced(s, res, x_trial, mode, it, o)
+    info = {
+        "iter": it,
+        "objective": new.f,
+        "grad_norm": float(np.linalg.norm(new.g)),
+        "n_active": res.n_active,
+        "cg_steps": cg_steps,
+        "step": t,
+        "hessian_update": mode,
+        "seconds": time.perf_counter() - t_iter,
+        "passes": op.n_passes - passes_before,
+    }
+    new = replace(new, history=[*s.history, info])
+    _report(new, info, o)
+    # The loss is quadratic on a fixed active set, so a full Newton step that
+    # leaves the active set unchanged lands on the exact minimiser (finite
+    # termination of the semismooth Newton method): nothing is left to gain.
+    stable = mode != "none" and t == 1.0 and res.n_changed == 0
+    return new, "active set stable" if stable else None
+
+
+def semismooth_newton(
     op,
     dim: int,
     *,
@@ -210,176 +440,32 @@ def semismooth_newton(  # noqa: C901
     """
     if hessian not in ("gram", "cg"):
         raise ValueError(f"hessian must be 'gram' or 'cg', got {hessian!r}")
-    start = time.perf_counter()
+    start, passes0 = time.perf_counter(), op.n_passes
     reg = np.ones(dim)
     reg[-1] = 0.0
     x = np.zeros(dim) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
-    use_gram = hessian == "gram"
-    passes0 = op.n_passes
-
-    history: list[dict] = []
-    # The fused pass evaluates a few step sizes; near the solution t = 1 is the
-    # rule.  Shorter steps are looked for in a second pass only when all fail.
-    grid = np.array([1.0, 0.5, 0.25, 0.1])
-    fine_grid = BACKTRACK ** np.arange(4, MAX_BACKTRACKS + 1)
-    if resume is not None:
-        if int(resume["dim"]) != dim or str(resume["hessian"]) != hessian:
-            raise ValueError("the saved solver state belongs to a problem of another size or method")
-        x, f, g = np.array(resume["x"], dtype=np.float64), float(resume["f"]), np.array(resume["g"], dtype=np.float64)
-        H_loss = np.array(resume["H_loss"]) if use_gram else None
-        g_ref, last_full = float(resume["g_ref"]), int(resume["last_full"])
-        prev_changed = None if int(resume["prev_changed"]) < 0 else int(resume["prev_changed"])
-        prev_active, first_it = int(resume["prev_active"]), int(resume["it"]) + 1
-        history = list(resume.get("history", []))
-        logger.info("%snewton: resuming after iteration %d (obj=%.8e)", label, first_it - 1, f)
-        last = None  # the state holds no pass result
-    else:
-        if initial is not None and use_gram and initial.hess is None:
-            raise ValueError("initial must hold the Gram matrix at x0 (a 'full' pass) for hessian='gram'")
-        res = initial if initial is not None else op.evaluate(x, x, (), "full" if use_gram else "none")
-        H_loss = res.hess
-        last = res
-        f = _objective(reg, x, res.loss)
-        g = reg * x + res.grad
-        if g_ref is not None:
-            g_ref = float(g_ref)
-        elif x0 is None or not np.any(x):
-            g_ref = float(np.linalg.norm(g))
-        else:
-            zero = np.zeros(dim)
-            g_ref = float(np.linalg.norm(op.evaluate(zero, zero, (), "none").grad))
-        check_point(f, g, method="newton", it=0, label=label)
-        check_point(0.0, np.array([g_ref]), method="newton", it=0, label=label)  # the gradient at zero
-        check_matrix(H_loss, what="Gram matrix of the Newton system", method="newton", it=0, label=label)
-        g_ref = max(g_ref, np.finfo(float).tiny)
-        last_full = 0
-        prev_changed, prev_active = None, res.n_active
-        first_it = 1
-    converged, stop_reason, it = False, "max_iter", first_it - 1
-
-    for it in range(first_it, max_iter + 1):
-        t_iter, passes_before = time.perf_counter(), op.n_passes
-        gnorm = float(np.linalg.norm(g))
-        if gnorm <= tol * g_ref:
-            converged, stop_reason, it = True, "tol", it - 1
-            break
-        cg_steps = 0
-        if use_gram:
-            d = _solve_newton_system(H_loss, reg, -g)
-        else:
-            forcing = min(0.5, np.sqrt(gnorm / g_ref))
-            cg = conjugate_gradient(
-                lambda v: reg * v + op.hess_vec(x, v), -g, rtol=forcing, max_iter=cg_max_iter,  # noqa: B023
-                preconditioner=None,
-            )
-            d, cg_steps = cg.x, cg.n_iter
-        if not op.fit_intercept:
-            d[-1] = 0.0
-        gd = float(g @ d)
-        if not np.isfinite(gd) or gd >= 0.0:
-            d, gd = -g, -float(g @ g)
-
-        if use_gram:
-            # Rows that enter or leave A cost as much as rows that stay would in a
-            # full recomputation: update unless the last step changed more rows
-            # than stayed active, and refresh regularly to bound rounding drift.
-            full = it - last_full >= refresh_every or (prev_changed is not None and prev_changed >= prev_active)
-            mode = "full" if full else "delta"
-        else:
-            mode = "none"
-        x_trial = x + d
-        res1 = op.evaluate(x, x_trial, grid, mode)
-        wx, wd = float((reg * x) @ d), float((reg * d) @ d)
-
-        def armijo(ts, losses):
-            phi = 0.5 * (reg * x) @ x + ts * wx + 0.5 * ts**2 * wd + losses  # noqa: B023
-            return phi <= f + ARMIJO_SIGMA * ts * gd  # noqa: B023
-
-        ok = armijo(grid, res1.loss_grid)
-        t = None
-        if ok[0]:
-            t = 1.0
-        elif ok.any():
-            t = float(grid[np.argmax(ok)])
-        else:
-            ok_fine = armijo(fine_grid, op.evaluate(x, x_trial, fine_grid, "none").loss_grid)
-            if ok_fine.any():
-                t = float(fine_grid[np.argmax(ok_fine)])
-        if t is not None and t != 1.0:
-            x_trial = x + t * d
-            res1 = op.evaluate(x, x_trial, (), mode)
-        elif t is None:
-            g_trial = reg * x_trial + res1.grad
-            # no step decreased Φ: rounding (stop below), or a loss that is NaN (an error, never "converged")
-            check_point(res1.loss, np.append(g_trial, res1.loss_grid), method="newton", it=it, label=label,
-                        trial=True)
-            if np.linalg.norm(g_trial) < 0.5 * gnorm:
-                t = 1.0  # rounding noise hides the decrease; the gradient says the step is good
-            else:
-                stop_reason = "precision"
-                it -= 1
-                logger.info("%snewton: line search found no decrease at |g|/|g0|=%.2e; stopping", label, gnorm / g_ref)
-                break
-        if use_gram:
-            if mode == "full":
-                H_loss, last_full = res1.hess, it
-            else:
-                H_loss = H_loss + res1.hess
-        prev_changed, prev_active, last = res1.n_changed, res1.n_active, res1
-        stable = t == 1.0 and res1.n_changed == 0 and mode != "none"
-        x = x_trial
-        f = _objective(reg, x, res1.loss)
-        g = reg * x + res1.grad
-        check_point(f, g, method="newton", it=it, label=label)
-        check_matrix(H_loss, what="Gram matrix of the Newton system", method="newton", it=it, label=label)
-        info = {
-            "iter": it,
-            "objective": f,
-            "grad_norm": float(np.linalg.norm(g)),
-            "n_active": res1.n_active,
-            "cg_steps": cg_steps,
-            "step": t,
-            "hessian_update": mode,
-            "seconds": time.perf_counter() - t_iter,
-            "passes": op.n_passes - passes_before,
-        }
-        history.append(info)
-        if on_state is not None:
-            on_state({
-                "dim": dim, "hessian": hessian, "x": x, "f": f, "g": g, "g_ref": g_ref, "it": it,
-                "last_full": last_full, "prev_changed": -1 if prev_changed is None else prev_changed,
-                "prev_active": prev_active, "H_loss": H_loss if use_gram else np.zeros(0), "history": history,
-            })
-        logger.info(
-            "%snewton it=%d obj=%.8e |g|=%.3e |A|=%d cg=%d t=%.3g H=%s %.3fs",
-            label, it, f, info["grad_norm"], res1.n_active, cg_steps, t, mode, info["seconds"],
-        )
-        if callback is not None:
-            callback(it, x, info)
-        if stable and use_gram:
-            # The loss is quadratic on a fixed active set, so a full Newton step that
-            # leaves the active set unchanged lands on the exact minimiser (finite
-            # termination of the semismooth Newton method): nothing is left to gain.
-            converged, stop_reason = True, "active set stable"
-            break
-    else:
-        gnorm = float(np.linalg.norm(g))
-        if gnorm <= tol * g_ref:
-            converged, stop_reason = True, "tol"
-
+    o = _Options(dim, hessian, reg, cg_max_iter, refresh_every, label, callback, on_state)
+    s = _resumed(resume, o) if resume is not None else _opening(op, x, initial, g_ref, o)
+    # An iteration ends the solve with a reason ("precision", "active set stable"); else the
+    # stopping rule or the iteration limit does.
+    reason = None
+    while reason is None and s.it < max_iter and not _small_gradient(s, tol):
+        s, reason = _iteration(op, s, o)
+    if reason is None:
+        reason = "tol" if _small_gradient(s, tol) else "max_iter"
     return SolverResult(
-        x=x,
-        objective=f,
-        n_iter=it,
-        converged=converged,
-        grad_norm=float(np.linalg.norm(g)),
-        grad_norm0=g_ref,
+        x=s.x,
+        objective=s.f,
+        n_iter=s.it,
+        converged=reason in ("tol", "active set stable"),
+        grad_norm=float(np.linalg.norm(s.g)),
+        grad_norm0=s.g_ref,
         n_passes=op.n_passes - passes0,
         seconds=time.perf_counter() - start,
         method=f"newton-{hessian}",
-        stop_reason=stop_reason,
-        history=history,
-        last_pass=None if last is None else dataclasses.replace(last, hess=H_loss, loss_grid=np.zeros(0), n_changed=0),
+        stop_reason=reason,
+        history=s.history,
+        last_pass=None if s.last is None else replace(s.last, hess=s.H_loss, loss_grid=np.zeros(0), n_changed=0),
     )
 
 
