@@ -28,19 +28,17 @@ from common import DEFAULT_DATA_DIR, REPO, machine, save_json, table
 
 from dsvm.experiments import PAPER_DATASETS, lasn_fits, load_split
 from dsvm.experiments._datasets import signed_labels
-from dsvm.experiments._linear import LinearProblem
+from dsvm.experiments._linear import LinearProblem, solve_from_subsample
 
 
 def solve_once(problem: LinearProblem, cache: bool, tol: float):
-    from dsvm.solvers import newton_from_subsample
-
     op, sub = problem.operator(), problem.subsample_operator()
     if not cache:
         for o in (op, sub):
             if o is not None:
                 o.margin_cache = None
     t0 = time.perf_counter()
-    res = newton_from_subsample(op, sub, problem.dim, tol=tol, hessian=problem.hessian())
+    res = solve_from_subsample(op, sub, problem.dim, tol=tol, max_iter=100, hessian=problem.hessian())
     return time.perf_counter() - t0, res
 
 

@@ -18,7 +18,7 @@ from sklearn.svm import LinearSVC
 
 from ..blocks import as_row_blocks
 from ..problems import SquaredHingeOperator
-from ..solvers import Start, resolve_hessian, solve
+from ..solvers import SUBSAMPLE_TOL, SolverResult, Start, resolve_hessian, solve
 from ..svm import block_rows_for, encode_labels, warm_start_problem
 
 logger = logging.getLogger(__name__)
@@ -91,6 +91,19 @@ class LinearProblem:
         return SquaredHingeOperator(F, codes, 1, np.array([self.C, self.C]), weights)
 
 
+def solve_from_subsample(op, sub_op, dim: int, *, tol: float, max_iter: int, hessian: str) -> SolverResult:
+    """The Newton solve of ``op`` from the loose solution of ``sub_op`` (the same problem on a row subsample,
+    :meth:`LinearProblem.subsample_operator`), as a fit opens; from zero when ``sub_op`` is None.  The
+    result's ``n_passes`` and ``seconds`` include the subsample's (its passes read ``m`` rows each)."""
+    if sub_op is None:
+        return solve("newton", op, dim, tol=tol, max_iter=max_iter, hessian=hessian)
+    warm = solve("newton", sub_op, dim, tol=max(tol, SUBSAMPLE_TOL), max_iter=30, hessian=hessian, label="[subsample] ")
+    res = solve("newton", op, dim, tol=tol, max_iter=max_iter, hessian=hessian, start=Start(x0=warm.x))
+    res.n_passes += warm.n_passes
+    res.seconds += warm.seconds
+    return res
+
+
 def optimum(problem: LinearProblem, tol: float = 1e-9) -> float:
     """``Φ*``: the objective of a tight semismooth Newton solve on float64 features."""
     res = solve("newton", problem.operator(float64=True), problem.dim, tol=tol, max_iter=200, hessian="gram")
@@ -106,8 +119,7 @@ def run_solver(problem: LinearProblem, solver: str, tol: float, max_iter: int | 
         # as NystroemSVC solves: from the subsample's solution where its "auto" warm start applies
         op, sub_op = problem.operator(), problem.subsample_operator()
         t0 = time.perf_counter()
-        res = solve("newton", op, problem.dim, tol=tol, max_iter=max_iter or 100, hessian=problem.hessian(),
-                    start=Start(warm_op=sub_op))
+        res = solve_from_subsample(op, sub_op, problem.dim, tol=tol, max_iter=max_iter or 100, hessian=problem.hessian())
         seconds = time.perf_counter() - t0
         w, b, n_iter, converged = res.x[:-1], float(res.x[-1]), res.n_iter, res.converged
     elif solver == "dsvm-TRON":

@@ -467,27 +467,3 @@ def semismooth_newton(
         history=s.history,
         last_pass=None if s.last is None else replace(s.last, hess=s.H_loss, loss_grid=np.zeros(0), n_changed=0),
     )
-
-
-def newton_from_subsample(op, sub_op, dim: int, *, tol: float = 1e-4, max_iter: int = 100, hessian: str = "gram",
-                          x0: np.ndarray | None = None, label: str = "", **options) -> SolverResult:
-    """:func:`semismooth_newton` on ``op``, first solved loosely on ``sub_op`` when given.
-
-    ``sub_op`` is the same problem on a row subsample with its costs scaled
-    by ``n / m`` (so that its loss estimates the full one).  From zero every
-    row is active and the first Gram matrix covers all ``n`` rows; from the
-    subsample's solution it covers only the rows active there, close to the
-    final active set, and the full solve needs fewer iterations.  The result's
-    ``n_passes`` and ``seconds`` include the subsample's (its passes read
-    ``m`` rows each).
-    """
-    if sub_op is None:
-        return semismooth_newton(op, dim, x0=x0, tol=tol, max_iter=max_iter, hessian=hessian, label=label, **options)
-    solver_options = {k: v for k, v in options.items()
-                      if k not in ("resume", "on_state", "callback", "initial", "g_ref")}
-    warm = semismooth_newton(sub_op, dim, x0=x0, tol=max(tol, SUBSAMPLE_TOL), max_iter=30, hessian=hessian,
-                             label=label + "[subsample] ", **solver_options)
-    res = semismooth_newton(op, dim, x0=warm.x, tol=tol, max_iter=max_iter, hessian=hessian, label=label, **options)
-    res.n_passes += warm.n_passes
-    res.seconds += warm.seconds
-    return res

@@ -13,7 +13,7 @@ from ..options import HESSIANS, SOLVERS
 from ._dcd import dual_coordinate_descent
 from ._finite import check_result
 from ._minibatch_pegasos import minibatch_pegasos
-from ._newton import choose_hessian, newton_from_subsample
+from ._newton import choose_hessian, semismooth_newton
 from ._result import SolverResult
 from ._tron import trust_region_newton
 
@@ -68,9 +68,6 @@ class Start:
     ----------
     x0 : ndarray, optional
         Starting point (Newton, TRON).
-    warm_op : operator, optional
-        Newton: the same problem on a row subsample, solved loosely first; dropped when ``x0`` or
-        ``resume`` is given (the solve is already past its use).
     resume : dict, optional
         Newton: a saved state to continue from (checkpoints).
     on_state : callable, optional
@@ -81,7 +78,6 @@ class Start:
     """
 
     x0: np.ndarray | None = None
-    warm_op: Any = None
     resume: dict | None = None
     on_state: Callable | None = None
     initial: Any = None
@@ -104,11 +100,8 @@ class SolveRequest:
 
 def _newton(op, dim, req: SolveRequest) -> SolverResult:
     s = req.start
-    # a resumed solve or a given start is already past the subsample's use
-    warm_op = None if s.resume is not None or s.x0 is not None else s.warm_op
-    return newton_from_subsample(op, warm_op, dim, tol=req.tol, max_iter=req.max_iter, hessian=req.hessian, x0=s.x0,
-                                 label=req.label, resume=s.resume, on_state=s.on_state, initial=s.initial,
-                                 g_ref=s.g_ref, **req.options)
+    return semismooth_newton(op, dim, x0=s.x0, tol=req.tol, max_iter=req.max_iter, hessian=req.hessian, label=req.label,
+                             resume=s.resume, on_state=s.on_state, initial=s.initial, g_ref=s.g_ref, **req.options)
 
 
 def _tron(op, dim, req: SolveRequest) -> SolverResult:

@@ -9,7 +9,6 @@ from dsvm.solvers import (
     REGISTRY,
     Start,
     choose_hessian,
-    newton_from_subsample,
     resolve_hessian,
     semismooth_newton,
     solve,
@@ -70,18 +69,12 @@ def test_newton_auto_resolves_the_hessian_as_choose_hessian():
         resolve_hessian("lu", 10, 5, False)
 
 
-def test_the_subsample_warm_start_is_dropped_when_a_start_or_a_state_is_given():
-    class Untouchable:
-        def __getattr__(self, name):
-            raise AssertionError("the subsample problem was used")
-
+def test_newton_through_solve_is_semismooth_newton_with_the_start_s_hooks():
     x0 = np.full(DIM, 0.01)
-    res = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", start=Start(x0=x0, warm_op=Untouchable()))
+    res = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", start=Start(x0=x0))
     ref = semismooth_newton(_op(), DIM, x0=x0, tol=1e-6, max_iter=50, hessian="gram")
     np.testing.assert_array_equal(res.x, ref.x)
-    with_sub = solve("newton", _op(), DIM, tol=1e-6, max_iter=50, hessian="gram", start=Start(warm_op=_op(seed=0)))
-    ref = newton_from_subsample(_op(), _op(seed=0), DIM, tol=1e-6, max_iter=50, hessian="gram")
-    np.testing.assert_array_equal(with_sub.x, ref.x)
+    assert res.n_passes == ref.n_passes
 
 
 def test_unknown_solvers_and_options_name_what_is_allowed():
