@@ -84,7 +84,7 @@ def _plan_pairs(est, ctx, cands: list[dict], n_features_in: int) -> _Pairs:
             check_params(clone(est).set_params(gamma=g))
             # the search scales X itself when scale= is set; otherwise mixed column scales warn, as in a fit
             gammas[key] = gamma_for(g, ctx.X_rb, n_features_in, warn_scales=est.scale is None, stacklevel=6)
-        k = clip_n_components(int(cand.get("n_components", est.n_components)), ctx.X_rb.n_rows, stacklevel=5)
+        k = clip_n_components(int(cand.get("n_components", est.n_components)), ctx.X_rb.n_rows, stacklevel=6)
         c_rows[key][k].append((float(cand.get("C", est.C)), row))
     return _Pairs(gammas, c_rows)
 

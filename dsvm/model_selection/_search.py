@@ -269,6 +269,50 @@ solver_options, random_state, scale
             raise ValueError("param_grid holds no parameter combination")
         return candidates
 
+    def _search_context(self, base: NystroemSVC, X, y, sample_weight, groups) -> SearchContext:
+        """The checked input and its folds (decided on the client from the labels, as scikit-learn does)."""
+        data = prepare_classification(base, X, y, sample_weight)
+        X_rb, codes, classes, sw, checked = data.X, data.codes, data.classes, data.sample_weight, data.checked
+        self.classes_ = classes
+        self.n_features_in_ = base.n_features_in_
+        if X_rb.is_distributed:
+            codes = codes.persist()
+            sw = sw.persist() if sw is not None else None
+        y_codes = np.asarray(codes.compute())
+        cv = check_cv(self.cv, y_codes, classifier=True)
+        splits = list(cv.split(np.zeros((X_rb.n_rows, 1)), y_codes, groups))
+        if not splits:
+            raise ValueError("the cross-validation splitter produced no split")
+        self.n_splits_ = len(splits)
+        return SearchContext.build(X_rb, checked, codes, y_codes, classes, sw, splits, base)
+
+    def _score_candidates(self, base: NystroemSVC, ctx: SearchContext, candidates: list[dict]):
+        """Every candidate's fold scores and times, fold-mean functions and the search's counts, group by group
+        (candidates that differ only in ``C``, ``gamma`` and ``n_components`` share one group)."""
+        shape = (len(candidates), ctx.n_splits)
+        test_scores, train_scores = np.full(shape, np.nan), np.full(shape, np.nan)
+        fit_times, score_times = np.zeros(shape), np.zeros(shape)
+        groups_of = defaultdict(list)
+        for i, cand in enumerate(candidates):
+            other = tuple(sorted((k, hashable(v)) for k, v in cand.items() if k not in CHEAP_AXES))
+            groups_of[other].append(i)
+        stats: Counter = Counter()
+        fold_functions: dict[int, Any] = {}
+        for other, idxs in groups_of.items():
+            est = clone(base).set_params(**{k: candidates[idxs[0]][k] for k, _ in other})
+            check_params(est)
+            group = search_group(est, ctx, [candidates[i] for i in idxs], self.n_features_in_, n_jobs=self.n_jobs,
+                                 return_train_score=self.return_train_score)
+            stats = merge_stats(stats, group.stats)
+            for row, i in enumerate(idxs):
+                fold_functions[i] = group.functions.get(row)
+                cms = group.confusions[row]
+                test_scores[i] = [score_from_confusion(cm, self.scoring_) for cm in cms[:, 0]]
+                if self.return_train_score:
+                    train_scores[i] = [score_from_confusion(cm, self.scoring_) for cm in cms[:, 1]]
+                fit_times[i], score_times[i] = group.fit_seconds[row], group.score_seconds[row]
+        return test_scores, train_scores, fit_times, score_times, fold_functions, stats
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Run the search; refit the best model on all rows.
@@ -291,48 +335,10 @@ solver_options, random_state, scale
         for cand in candidates:  # every point as its fit would check it, before any work (C is never refitted)
             check_params(clone(base).set_params(**cand))
         X_in, y_in = X, y
-        data = prepare_classification(base, X, y, sample_weight)
-        X_rb, codes, classes, sw, checked = data.X, data.codes, data.classes, data.sample_weight, data.checked
-        self.classes_ = classes
-        self.n_features_in_ = base.n_features_in_
-        if X_rb.is_distributed:
-            codes = codes.persist()
-            sw = sw.persist() if sw is not None else None
-
-        # Folds: decided on the client from the labels, as scikit-learn does.
-        y_codes = np.asarray(codes.compute())
-        n = X_rb.n_rows
-        cv = check_cv(self.cv, y_codes, classifier=True)
-        splits = list(cv.split(np.zeros((n, 1)), y_codes, groups))
-        if not splits:
-            raise ValueError("the cross-validation splitter produced no split")
-        self.n_splits_ = len(splits)
-        ctx = SearchContext.build(X_rb, checked, codes, y_codes, classes, sw, splits, base)
-
-        S = len(splits)
-        test_scores = np.full((len(candidates), S), np.nan)
-        train_scores = np.full((len(candidates), S), np.nan)
-        fit_times = np.zeros((len(candidates), S))
-        score_times = np.zeros((len(candidates), S))
-        groups_of = defaultdict(list)
-        for i, cand in enumerate(candidates):
-            other = tuple(sorted((k, hashable(v)) for k, v in cand.items() if k not in CHEAP_AXES))
-            groups_of[other].append(i)
-        stats: Counter = Counter()
-        fold_functions: dict[int, Any] = {}
-        for other, idxs in groups_of.items():
-            est = clone(base).set_params(**{k: candidates[idxs[0]][k] for k, _ in other})
-            check_params(est)
-            group = search_group(est, ctx, [candidates[i] for i in idxs], self.n_features_in_, n_jobs=self.n_jobs,
-                                 return_train_score=self.return_train_score)
-            stats = merge_stats(stats, group.stats)
-            for row, i in enumerate(idxs):
-                fold_functions[i] = group.functions.get(row)
-                cms = group.confusions[row]
-                test_scores[i] = [score_from_confusion(cms[s, 0], self.scoring_) for s in range(S)]
-                if self.return_train_score:
-                    train_scores[i] = [score_from_confusion(cms[s, 1], self.scoring_) for s in range(S)]
-                fit_times[i], score_times[i] = group.fit_seconds[row], group.score_seconds[row]
+        ctx = self._search_context(base, X, y, sample_weight, groups)
+        S = ctx.n_splits
+        test_scores, train_scores, fit_times, score_times, fold_functions, stats = self._score_candidates(
+            base, ctx, candidates)
         if stats["not_converged"]:
             warnings.warn(
                 f"{int(stats['not_converged'])} of {int(stats['n_solves'])} fold solves did not converge; "
