@@ -359,6 +359,8 @@ def _slab_margins(Fs, sl, w, w_zero, bias, known, new):
     return m
 
 
+# Over 60 lines on purpose: one loop whose every step reads the same slab while it is in cache; split, the
+# steps would pass a dozen per-slab accumulators between them.
 def _fused_pass(F, c, params, residual, residual_grid):
     """Shared body of the fused Newton pass (see :func:`sqhinge_pass`).
 

@@ -101,6 +101,29 @@ def _stop_reason(f: float, gnorm: float, g_tol: float, actred: float, prered: fl
     return None
 
 
+def _trial(op, x, s, reg, it: int, label: str):
+    """``(x + s, Φ(x + s), its pass)``; a loss that overflows on a step too long is ``+inf`` (the step is then
+    rejected and the region shrinks), while NaN is an error (it never comes from a long step of a finite problem)."""
+    x_new = x + s
+    res_new = op.evaluate(x, x_new, (), "none")
+    f_new = 0.5 * float((reg * x_new) @ x_new) + res_new.loss
+    if np.isinf(f_new):
+        f_new = np.inf
+    else:
+        check_point(f_new, res_new.grad, method="tron", it=it, label=label, trial=True)
+    return x_new, f_new, res_new
+
+
+def _logged_info(it, f, g, n_active, cg_steps, accepted, delta, t_iter, label) -> dict:
+    """The iteration's history entry, logged."""
+    info = {"iter": it, "objective": f, "grad_norm": float(np.linalg.norm(g)), "n_active": n_active,
+            "cg_steps": cg_steps, "step": 1.0 if accepted else 0.0, "radius": delta,
+            "seconds": time.perf_counter() - t_iter}
+    logger.info("%stron it=%d obj=%.8e |g|=%.3e |A|=%d cg=%d radius=%.3e %s %.3fs", label, it, f,
+                info["grad_norm"], n_active, cg_steps, delta, "accepted" if accepted else "rejected", info["seconds"])
+    return info
+
+
 def trust_region_newton(
     op,
     dim: int,
@@ -138,13 +161,7 @@ def trust_region_newton(
             s[-1] = 0.0
         gs = float(g @ s)
         prered = -0.5 * (gs - float(s @ r))
-        x_new = x + s
-        res_new = op.evaluate(x, x_new, (), "none")
-        f_new = 0.5 * float((reg * x_new) @ x_new) + res_new.loss
-        if np.isinf(f_new):
-            f_new = np.inf  # the loss overflowed on a step too long: reject it and shrink the region
-        else:  # NaN never comes from a long step of a finite problem
-            check_point(f_new, res_new.grad, method="tron", it=it, label=label, trial=True)
+        x_new, f_new, res_new = _trial(op, x, s, reg, it, label)
         actred = f - f_new
         snorm = float(np.linalg.norm(s))
         if it == 1:
@@ -155,13 +172,8 @@ def trust_region_newton(
         if accepted:
             x, f, g = x_new, f_new, reg * x_new + res_new.grad
             check_point(f, g, method="tron", it=it, label=label)
-        info = {"iter": it, "objective": f, "grad_norm": float(np.linalg.norm(g)), "n_active": res_new.n_active,
-                "cg_steps": cg_steps, "step": 1.0 if accepted else 0.0, "radius": delta,
-                "seconds": time.perf_counter() - t_iter}
+        info = _logged_info(it, f, g, res_new.n_active, cg_steps, accepted, delta, t_iter, label)
         history.append(info)
-        logger.info("%stron it=%d obj=%.8e |g|=%.3e |A|=%d cg=%d radius=%.3e %s %.3fs", label, it, f,
-                    info["grad_norm"], res_new.n_active, cg_steps, delta, "accepted" if accepted else "rejected",
-                    info["seconds"])
         if callback is not None:
             callback(it, x, info)
         stop = _stop_reason(f, float(np.linalg.norm(g)), tol * g_ref, actred, prered)
