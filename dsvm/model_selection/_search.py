@@ -179,6 +179,7 @@ solver_options, random_state, scale
     True
     """
 
+    # Over 60 lines on purpose: scikit-learn's rule, one keyword and one plain assignment per parameter.
     def __init__(
         self,
         param_grid=None,
