@@ -262,7 +262,7 @@ def _stage_table(fmt, source, y, work, label_column, dtype, progress) -> tuple[R
     return rows, "<dask DataFrame>", {**extra, **cols.attrs()}
 
 
-def ingest(  # noqa: C901
+def ingest(
     source,
     target: str | os.PathLike,
     format: str | None = None,
@@ -412,28 +412,10 @@ def ingest(  # noqa: C901
     """
 
     started = time.perf_counter()
-    n_features = _check_n_features(n_features)
-    if zero_based not in ("auto", True, False):
-        raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
-    base_from = "option"
-    if like is not None:
-        ref_name, ref_zero_based, ref_width = _reference_format(like)
-        if ref_zero_based is not None:
-            if zero_based == "auto":
-                zero_based, base_from = ref_zero_based, "reference"
-            elif zero_based != ref_zero_based:
-                raise ValueError(f"zero_based={zero_based} contradicts {ref_name}, whose LIBSVM indices are "
-                                 f"{'zero' if ref_zero_based else 'one'}-based")
-        if n_features is None:
-            n_features = ref_width
-        elif n_features != ref_width:
-            raise ValueError(f"n_features={n_features} contradicts {ref_name}, which has {ref_width} features")
+    n_features, zero_based, base_from = _indexing_options(n_features, zero_based, like)
     dtype = check_dtype(dtype)
     fmt = _resolve_format(source, format, y)
-    if label_column is False and fmt != "csv":
-        raise ValueError(f"label_column=False (no label column) is for CSV files; {source} is read as {fmt}")
-    if y is not None and fmt in ("libsvm", "csv"):
-        raise ValueError(f"{source}: y (--labels) is for .npy sources; a {fmt} file carries its own labels")
+    _check_source_options(fmt, source, y, label_column)
     check_inputs_outside(local_target(target), _input_paths(source, y, like), "dataset")
     target = check_target(target, overwrite)
     common = {"dense": dense, "chunk_rows": chunk_rows, "chunk_bytes": chunk_bytes, "dtype": dtype}
@@ -443,44 +425,17 @@ def ingest(  # noqa: C901
         _warn_if_continuous(ds)
         return ds
     if fmt == "array":
-        if not isinstance(source, (tuple, list)) or len(source) != 2:
-            if y is None:
-                raise ValueError("in-memory input is ingest((X, y), target) or ingest(X, target, y=y)")
-            source = (source, y)
-        X, labels = source
-        if n_features is not None and X.shape[1] != n_features:
-            raise ValueError(f"n_features={n_features} given but X has {X.shape[1]} columns")
-        return write_dataset(target, X, labels, overwrite=overwrite, progress=progress, **common)
+        return _ingest_arrays(source, y, target, n_features, overwrite, progress, common)
 
     if block_bytes is not None and block_bytes < 1:
         raise ValueError(f"block_bytes must be positive, got {block_bytes!r}")
     with atomic_target(target, overwrite) as work, disk_full_names(target, work, "the dataset") as space:
-        rows: RowSource
-        extra: dict[str, Any]
-        if fmt == "npy":
-            rows, src_name, extra = _npy_source(source, y)
-        elif fmt in ("parquet", "dask-frame"):
-            rows, src_name, extra = _stage_table(fmt, source, y, work, label_column, dtype, progress)
-        else:
-            if not _is_path(source):
-                raise TypeError(f"format {fmt!r} needs a file path, got {type(source).__name__}")
-            path = str(check_user_path(source, "data file", InputFileError))
-            src_name = path
-            if fmt == "libsvm":
-                rows, extra = _ingest_libsvm(
-                    path, work, n_features=n_features, zero_based=zero_based, base_from=base_from, dtype=dtype,
-                    block_bytes=block_bytes, progress=progress,
-                )
-            else:
-                rows, extra = ingest_csv(
-                    path, work, label_column=label_column, header=header, delimiter=delimiter, dtype=dtype,
-                    block_bytes=block_bytes, progress=progress, n_features=n_features, features=_reference_names(like),
-                )
-        if n_features is not None and rows.n_features != n_features:
-            raise ValueError(f"n_features={n_features} given but {Path(src_name).name} has {rows.n_features} "
-                             "feature columns")
-        if rows.n_rows == 0:
-            raise InputFileError(f"{src_name}: the file holds no rows of data (there are no rows to write)")
+        rows, src_name, extra = _stage_rows(
+            fmt, source, y, work, n_features=n_features, zero_based=zero_based, base_from=base_from, dtype=dtype,
+            label_column=label_column, header=header, delimiter=delimiter, block_bytes=block_bytes,
+            progress=progress, like=like,
+        )
+        _check_rows(rows, n_features, src_name)
         attrs = {"source": Path(src_name).name, "source_format": fmt, **extra}
         space.bytes = stored_bytes_bound(rows, dtype)
         write_source(rows, str(work / "store"), attrs=attrs, progress=progress, **common)
@@ -492,6 +447,91 @@ def ingest(  # noqa: C901
     if fmt in TABULAR:
         _warn_if_continuous(ds)
     return ds
+
+
+def _indexing_options(n_features, zero_based, like) -> tuple[int | None, bool | str, str]:
+    """``(n_features, zero_based, base_from)`` checked, and taken from ``like`` where not given.
+
+    ``base_from`` says where an explicit base came from: ``"option"`` or ``"reference"`` (``like``).
+
+    Raises
+    ------
+    ValueError
+        A bad ``n_features`` or ``zero_based``, or one that contradicts ``like``.
+    """
+    n_features = _check_n_features(n_features)
+    if zero_based not in ("auto", True, False):
+        raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
+    base_from = "option"
+    if like is None:
+        return n_features, zero_based, base_from
+    ref_name, ref_zero_based, ref_width = _reference_format(like)
+    if ref_zero_based is not None:
+        if zero_based == "auto":
+            zero_based, base_from = ref_zero_based, "reference"
+        elif zero_based != ref_zero_based:
+            raise ValueError(f"zero_based={zero_based} contradicts {ref_name}, whose LIBSVM indices are "
+                             f"{'zero' if ref_zero_based else 'one'}-based")
+    if n_features is None:
+        n_features = ref_width
+    elif n_features != ref_width:
+        raise ValueError(f"n_features={n_features} contradicts {ref_name}, which has {ref_width} features")
+    return n_features, zero_based, base_from
+
+
+def _check_source_options(fmt: str, source, y, label_column) -> None:
+    """Refuse ``label_column=False`` for a source other than CSV, and ``y`` for a LIBSVM or CSV file."""
+    if label_column is False and fmt != "csv":
+        raise ValueError(f"label_column=False (no label column) is for CSV files; {source} is read as {fmt}")
+    if y is not None and fmt in ("libsvm", "csv"):
+        raise ValueError(f"{source}: y (--labels) is for .npy sources; a {fmt} file carries its own labels")
+
+
+def _ingest_arrays(source, y, target, n_features, overwrite, progress, common):
+    """In-memory arrays, ``(X, y)`` or ``X`` with ``y=``: written by :func:`dsvm.io._writer.write_dataset`."""
+    if not isinstance(source, (tuple, list)) or len(source) != 2:
+        if y is None:
+            raise ValueError("in-memory input is ingest((X, y), target) or ingest(X, target, y=y)")
+        source = (source, y)
+    X, labels = source
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"n_features={n_features} given but X has {X.shape[1]} columns")
+    return write_dataset(target, X, labels, overwrite=overwrite, progress=progress, **common)
+
+
+def _stage_rows(fmt, source, y, work, *, n_features, zero_based, base_from, dtype, label_column, header, delimiter,
+                block_bytes, progress, like) -> tuple[RowSource, str, dict[str, Any]]:
+    """The rows of a file or a Dask DataFrame, staged under ``work`` (an ``.npy`` X is read in place).
+
+    Returns the rows, the name of the source and the attributes the format adds to the dataset.
+    """
+    if fmt == "npy":
+        return _npy_source(source, y)
+    if fmt in ("parquet", "dask-frame"):
+        return _stage_table(fmt, source, y, work, label_column, dtype, progress)
+    if not _is_path(source):
+        raise TypeError(f"format {fmt!r} needs a file path, got {type(source).__name__}")
+    path = str(check_user_path(source, "data file", InputFileError))
+    if fmt == "libsvm":
+        rows, extra = _ingest_libsvm(
+            path, work, n_features=n_features, zero_based=zero_based, base_from=base_from, dtype=dtype,
+            block_bytes=block_bytes, progress=progress,
+        )
+    else:
+        rows, extra = ingest_csv(
+            path, work, label_column=label_column, header=header, delimiter=delimiter, dtype=dtype,
+            block_bytes=block_bytes, progress=progress, n_features=n_features, features=_reference_names(like),
+        )
+    return rows, path, extra
+
+
+def _check_rows(rows: RowSource, n_features: int | None, src_name: str) -> None:
+    """Refuse staged rows that are none, or not ``n_features`` wide when it is given."""
+    if n_features is not None and rows.n_features != n_features:
+        raise ValueError(f"n_features={n_features} given but {Path(src_name).name} has {rows.n_features} "
+                         "feature columns")
+    if rows.n_rows == 0:
+        raise InputFileError(f"{src_name}: the file holds no rows of data (there are no rows to write)")
 
 
 def _warn_if_continuous(ds) -> None:

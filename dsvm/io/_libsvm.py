@@ -343,7 +343,33 @@ def parse_libsvm_block(
     )
 
 
-def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):  # noqa: C901
+def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):
+    """Labels, indices, values and row lengths of one piece of lines, with the range of its indices.
+
+    Returns ``(y, indices, values, row_nnz, lo, hi, hi_line, hi_pos)``: ``lo`` and ``hi`` are the
+    smallest and largest index (-1 without features), ``hi_line`` the 1-based line of ``hi`` and
+    ``hi_pos`` the offset of its colon in ``text``.  Raises :class:`_Invalid` (or a numeric error) when the
+    piece does not fit the fast path and the reference parser must find the bad line.
+    """
+    buf, u64 = _padded_buffer(text)
+    body = buf[_PAD : _PAD + len(text) + 2]
+    ev, typ = _events(body)
+    free, colon, line_colon, row = _token_layout(ev, typ)
+    dots = np.flatnonzero(body == 46) + _PAD
+    y = _piece_labels(buf, u64, ev[free] + 1, ev[free + 1], dots)
+    colon_pos = ev[colon]
+    indices, values = _piece_features(buf, u64, ev[colon - 1] + 1, colon_pos, ev[colon + 1], dots, dtype)
+    row_nnz = np.bincount(row, minlength=free.size).astype(np.int64)
+    lo, hi, hi_line, hi_pos = _index_range(indices, row, line_colon, colon_pos, zero_based, n_features)
+    return y, indices, values, row_nnz, lo, hi, hi_line, hi_pos
+
+
+def _padded_buffer(text: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """``text`` between two virtual newlines and :data:`_PAD` spaces each side, with its unaligned ``uint64`` view.
+
+    The padding keeps the word loads of the digit conversion (up to 16 bytes before a token's end)
+    inside the buffer.
+    """
     n = len(text)
     buf = np.empty(n + 2 * _PAD + 2, dtype=np.uint8)
     buf[:_PAD] = 32
@@ -352,8 +378,14 @@ def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):  # noqa:
     buf[_PAD + 1 + n] = 10  # virtual newline at the end
     buf[_PAD + 2 + n :] = 32
     u64 = np.ndarray(shape=(buf.shape[0] - 7,), dtype="<u8", buffer=buf, strides=(1,))
-    body = buf[_PAD : _PAD + n + 2]
+    return buf, u64
 
+
+def _events(body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in the padded buffer and classes (``_WS``, ``_NL``, ``_COLON``) of the separators in ``body``.
+
+    A control character other than whitespace is invalid.
+    """
     mask = body <= 32
     mask |= body == 58
     ev = np.flatnonzero(mask)
@@ -361,6 +393,16 @@ def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):  # noqa:
     if typ.max() > _COLON:
         raise _Invalid
     ev += _PAD
+    return ev, typ
+
+
+def _token_layout(ev: np.ndarray, typ: np.ndarray):
+    """The tokens between the events: which are labels, which are ``index:value``, and their rows.
+
+    Returns ``(free, colon, line_colon, row)``: the events that open a label, the colon events, the
+    line of each colon and the row (label) it belongs to.  A line holds one label, before its features,
+    and each feature token has exactly one colon with text on both sides, else :class:`_Invalid`.
+    """
     nonempty = np.diff(ev) > 1  # segment j lies between events j and j+1
     is_sep = typ <= _NL
     colon = np.flatnonzero(typ == _COLON)  # never the first or last event
@@ -383,49 +425,57 @@ def _parse_piece(text: bytes, dtype: np.dtype, zero_based, n_features):  # noqa:
             raise _Invalid
         if not ((line_free[row] == line_colon).all() and (free[row] < colon).all()):
             raise _Invalid  # a feature without a label before it
+    return free, colon, line_colon, row
 
-    # labels
-    lab_start = ev[free] + 1
-    lab_end = ev[free + 1]
-    dots = np.flatnonzero(body == 46) + _PAD
-    y = _parse_numbers(buf, u64, lab_start, lab_end, _dot_in(dots, lab_start, lab_end))
+
+def _piece_labels(buf: np.ndarray, u64: np.ndarray, start: np.ndarray, end: np.ndarray, dots: np.ndarray):
+    """The labels in ``[start, end)``; finite, and an integer one exact in a float64, else :class:`_Invalid`."""
+    y = _parse_numbers(buf, u64, start, end, _dot_in(dots, start, end))
     if not np.isfinite(y).all():
         raise _Invalid
     for k in np.flatnonzero(np.abs(y) >= MAX_EXACT_INTEGER).tolist():  # an integer a float64 cannot hold?
-        if integer_text_problem(buf[lab_start[k]:lab_end[k]].tobytes().decode("ascii", "replace")) is not None:
+        if integer_text_problem(buf[start[k]:end[k]].tobytes().decode("ascii", "replace")) is not None:
             raise _Invalid
-    # indices
-    colon_pos = ev[colon]
-    idx, ok = _parse_uint(u64, ev[colon - 1] + 1, colon_pos)
+    return y
+
+
+def _piece_features(buf: np.ndarray, u64: np.ndarray, start: np.ndarray, colon_pos: np.ndarray, end: np.ndarray,
+                    dots: np.ndarray, dtype):
+    """Indices (int64) and values (``dtype``, finite) of the tokens ``index:value`` in ``[start, end)``.
+
+    ``colon_pos`` is the position of each token's colon; a bad index or value raises :class:`_Invalid`.
+    """
+    idx, ok = _parse_uint(u64, start, colon_pos)
     if not ok.all():
         raise _Invalid
-    # values
     v_start = colon_pos + 1
-    v_end = ev[colon + 1]
     with np.errstate(over="ignore", invalid="ignore"):
-        values = _parse_numbers(buf, u64, v_start, v_end, _dot_in(dots, v_start, v_end)).astype(dtype)
+        values = _parse_numbers(buf, u64, v_start, end, _dot_in(dots, v_start, end)).astype(dtype)
     if not np.isfinite(values).all():
         raise _Invalid
+    return idx.view(np.int64), values
 
-    row_nnz = np.bincount(row, minlength=free.size).astype(np.int64)
-    indices = idx.view(np.int64)
-    lo = hi = hi_pos = -1
-    hi_line = 0
-    if indices.size:
-        if indices.size > 1 and np.any((np.diff(indices) <= 0) & (np.diff(row) == 0)):
-            raise _Invalid
-        amax = int(np.argmax(indices))
-        hi = int(indices[amax])
-        lo = int(indices.min())
-        hi_line = int(line_colon[amax])
-        hi_pos = int(colon_pos[amax]) - _PAD - 1
-        if zero_based is False and lo == 0:
-            raise _Invalid
-        if hi > MAX_FEATURE_INDEX:
-            raise _Invalid
-        if n_features is not None and zero_based in (True, False) and hi > n_features - (1 if zero_based else 0):
-            raise _Invalid
-    return y, indices, values, row_nnz, lo, hi, hi_line, hi_pos
+
+def _index_range(indices, row, line_colon, colon_pos, zero_based, n_features) -> tuple[int, int, int, int]:
+    """``(lo, hi, hi_line, hi_pos)`` of a piece's indices (``(-1, -1, 0, -1)`` without any).
+
+    Indices increase strictly within a row and stay within :data:`MAX_FEATURE_INDEX` and, for a
+    known base and ``n_features``, within the features, else :class:`_Invalid`.
+    """
+    if not indices.size:
+        return -1, -1, 0, -1
+    if indices.size > 1 and np.any((np.diff(indices) <= 0) & (np.diff(row) == 0)):
+        raise _Invalid
+    amax = int(np.argmax(indices))
+    hi = int(indices[amax])
+    lo = int(indices.min())
+    if zero_based is False and lo == 0:
+        raise _Invalid
+    if hi > MAX_FEATURE_INDEX:
+        raise _Invalid
+    if n_features is not None and zero_based in (True, False) and hi > n_features - (1 if zero_based else 0):
+        raise _Invalid
+    return lo, hi, int(line_colon[amax]), int(colon_pos[amax]) - _PAD - 1
 
 
 def _dot_in(dots: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

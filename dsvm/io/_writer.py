@@ -212,7 +212,7 @@ def _task(fn):
     return dask.delayed(fn, pure=False)
 
 
-def write_source(  # noqa: C901
+def write_source(
     source: RowSource,
     root: str,
     *,
@@ -232,32 +232,9 @@ def write_source(  # noqa: C901
         raise ValueError("there are no rows to write (the input is empty)")
     local = source.local
     src = dask.delayed(source, name=f"dsvm-source-{uuid.uuid4().hex}")
-    store_dense = choose_dense(source.sparse, source.nnz, n, p, dense)
-    nnz = source.nnz
-    rows = None
-    chunk_nnz = block_counts = None
-    if not store_dense and nnz is None:
-        # dense rows stored sparse: count the non-zeros first (per chunk, or per
-        # COUNT_BLOCK_ROWS rows when the chunk size still depends on the count)
-        step = min(int(chunk_rows), n) if chunk_rows is not None else COUNT_BLOCK_ROWS
-        block_counts = _count_tasks(src, chunk_bounds(n, step), local)
-        nnz = int(block_counts.sum())
-        if chunk_rows is not None:
-            rows, chunk_nnz = step, block_counts
-    if rows is None:
-        rows = choose_chunk_rows(n, p, nnz if nnz is not None else n * p, store_dense, dtype, chunk_rows, chunk_bytes)
-    bounds = chunk_bounds(n, rows)
+    store_dense, rows, bounds, chunk_nnz = _chunk_plan(source, src, dtype, dense, chunk_rows, chunk_bytes)
     n_chunks = n_chunks_for(n, rows)
     index_dtype = np.dtype(np.int32 if p < 2**31 else np.int64)
-    if not store_dense and chunk_nnz is None:
-        if block_counts is not None and rows % COUNT_BLOCK_ROWS == 0:
-            chunk_nnz = np.add.reduceat(block_counts, np.arange(0, len(block_counts), rows // COUNT_BLOCK_ROWS))
-        else:
-            chunk_nnz = source.chunk_nnz(bounds)
-            if chunk_nnz is None:
-                chunk_nnz = _count_tasks(src, bounds, local)
-    if chunk_nnz is not None:
-        chunk_nnz = np.asarray(chunk_nnz, dtype=np.int64)
     create_layout(
         root,
         n_samples=n,
@@ -277,17 +254,70 @@ def write_source(  # noqa: C901
         "index_dtype": index_dtype.str,
         "width": None if chunk_nnz is None else max(1, int(chunk_nnz.max())),
     }
+    results = _write_chunks(src, root, bounds, layout, chunk_nnz, local, progress, label)
+    final = _dataset_attrs(source, layout, n_chunks, chunk_nnz, results, attrs)
+    write_attrs(root, final)
+    logger.info(
+        "wrote %d rows x %d features (%s, %d chunks of %d rows) to %s",
+        n, p, "dense" if store_dense else "CSR", n_chunks, rows, root,
+    )
+    return final
+
+
+def _chunk_plan(
+    source: RowSource, src, dtype: np.dtype, dense: bool | None, chunk_rows: int | None, chunk_bytes: int | None,
+) -> tuple[bool, int, np.ndarray, np.ndarray | None]:
+    """How ``source`` is stored: ``(dense, rows per chunk, chunk bounds, non-zeros per chunk or None)``.
+
+    The non-zeros per chunk (None for dense storage) size the CSR arrays.  ``src`` is ``source`` as a
+    Dask object, for the tasks that count the non-zeros of dense rows stored sparse.
+    """
+    n, p = source.n_rows, source.n_features
+    store_dense = choose_dense(source.sparse, source.nnz, n, p, dense)
+    nnz = source.nnz
+    rows = None
+    chunk_nnz = block_counts = None
+    if not store_dense and nnz is None:
+        # dense rows stored sparse: count the non-zeros first (per chunk, or per
+        # COUNT_BLOCK_ROWS rows when the chunk size still depends on the count)
+        step = min(int(chunk_rows), n) if chunk_rows is not None else COUNT_BLOCK_ROWS
+        block_counts = _count_tasks(src, chunk_bounds(n, step), source.local)
+        nnz = int(block_counts.sum())
+        if chunk_rows is not None:
+            rows, chunk_nnz = step, block_counts
+    if rows is None:
+        rows = choose_chunk_rows(n, p, nnz if nnz is not None else n * p, store_dense, dtype, chunk_rows, chunk_bytes)
+    bounds = chunk_bounds(n, rows)
+    if not store_dense and chunk_nnz is None:
+        if block_counts is not None and rows % COUNT_BLOCK_ROWS == 0:
+            chunk_nnz = np.add.reduceat(block_counts, np.arange(0, len(block_counts), rows // COUNT_BLOCK_ROWS))
+        else:
+            chunk_nnz = source.chunk_nnz(bounds)
+            if chunk_nnz is None:
+                chunk_nnz = _count_tasks(src, bounds, source.local)
+    if chunk_nnz is not None:
+        chunk_nnz = np.asarray(chunk_nnz, dtype=np.int64)
+    return store_dense, rows, bounds, chunk_nnz
+
+
+def _write_chunks(src, root: str, bounds: np.ndarray, layout: dict, chunk_nnz: np.ndarray | None, local: bool,
+                  progress: bool, label: str) -> list:
+    """Run one :func:`_write_chunk` task per row chunk, with a progress bar; returns their results in chunk order."""
     tasks = [
         _task(_write_chunk)(
             src, root, i, int(bounds[i]), int(bounds[i + 1]), layout, -1 if chunk_nnz is None else int(chunk_nnz[i])
         )
-        for i in range(n_chunks)
+        for i in range(len(bounds) - 1)
     ]
-    bar = ProgressBar(n, label=label, unit="rows", enabled=progress)
+    bar = ProgressBar(int(bounds[-1]), label=label, unit="rows", enabled=progress)
     try:
-        results = compute_tasks(tasks, weights=np.diff(bounds).tolist(), bar=bar, local=local)
+        return compute_tasks(tasks, weights=np.diff(bounds).tolist(), bar=bar, local=local)
     finally:
         bar.close()
+
+
+def _label_counts(results: list) -> tuple[list, list[int]]:
+    """The distinct labels the chunk tasks report, sorted, and the rows of each (summed over the chunks)."""
     counts: dict[Any, int] = {}
     for labels, c, _, _ in results:
         for lab, k in zip(labels.tolist(), c.tolist()):
@@ -295,29 +325,36 @@ def write_source(  # noqa: C901
     classes = sorted(counts)
     if len(classes) > 1000:
         logger.warning("%d distinct labels: is this a regression target?", len(classes))
+    return classes, [counts[c] for c in classes]
+
+
+def _dataset_attrs(source: RowSource, layout: dict, n_chunks: int, chunk_nnz: np.ndarray | None, results: list,
+                   attrs: dict | None) -> dict[str, Any]:
+    """The written dataset's attributes: shape, storage, labels, ``attrs``, the chunk checksums, the seal.
+
+    ``results`` are the chunk tasks' (labels, counts, X checksum, y checksum), in chunk order.
+    """
+    n, p = source.n_rows, source.n_features
+    store_dense = layout["dense"]
+    classes, class_counts = _label_counts(results)
     final = base_attrs(
         n_samples=n,
         n_features=p,
         nnz=int(n * p if store_dense else chunk_nnz.sum()),
         sparse=not store_dense,
-        chunk_rows=rows,
+        chunk_rows=layout["chunk_rows"],
         n_chunks=n_chunks,
-        dtype=dtype.name,
+        dtype=np.dtype(layout["dtype"]).name,
         y_dtype=source.y_dtype.name,
         classes=[to_json_scalar(c) for c in classes],
-        class_counts=[counts[c] for c in classes],
+        class_counts=class_counts,
     )
     if not store_dense:
-        final["index_dtype"] = index_dtype.name
+        final["index_dtype"] = np.dtype(layout["index_dtype"]).name
     final.update(attrs or {})
     final["format_version"] = format_version_for(final)
     final["checksums"] = {"X": [r[2] for r in results], "y": [r[3] for r in results]}
     final["seal"] = seal_of(final)
-    write_attrs(root, final)
-    logger.info(
-        "wrote %d rows x %d features (%s, %d chunks of %d rows) to %s",
-        n, p, "dense" if store_dense else "CSR", n_chunks, rows, root,
-    )
     return final
 
 
