@@ -1,7 +1,10 @@
 """Sphinx configuration of dsvm's documentation (``sphinx-build -W docs docs/_build/html``)."""
 
+import importlib
 import os
 import re
+
+from docutils import nodes
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -91,6 +94,58 @@ def _skip_metadata_requests(app, what, name, obj, skip, options):
     return None
 
 
+def _import(dotted):
+    """The object a dotted name names, or None."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def _resolve_reference(app, env, node, contnode):
+    """Cross-references Sphinx leaves unresolved (shown bold and unlinked):
+
+    * ``dsvm.<package>.<Name>`` of a name the package root exports (docstrings name ``dsvm.io.Dataset``,
+      the reference documents it as ``dsvm.Dataset``) links to the root name's page;
+    * a scikit-learn class or function (``sklearn.svm.SVC``) links to scikit-learn's page for it
+      (the build runs offline: no intersphinx inventory).
+    """
+    if node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    if target.startswith("dsvm.") and target.count(".") >= 2:
+        name = target.rsplit(".", 1)[1]
+        if name in dsvm.__all__ and _import(target) is getattr(dsvm, name):
+            py = env.get_domain("py")
+            return py.resolve_xref(env, node["refdoc"], app.builder, node["reftype"], f"dsvm.{name}", node,
+                                   contnode)
+    if target.startswith("sklearn.") and node["reftype"] in ("class", "func", "obj") and _import(target):
+        uri = f"https://scikit-learn.org/stable/modules/generated/{target}.html"
+        reference = nodes.reference("", "", internal=False, refuri=uri, reftitle=f"(in scikit-learn) {target}")
+        reference += contnode
+        return reference
+    return None
+
+
+def _mark_long_literals(app, doctree):
+    """Inline code holding a word too long for a narrow column (a test id, a path) may break inside it
+    (``code.dsvm-long`` in _static/dsvm.css); shorter code stays whole on its line."""
+    for literal in doctree.findall(nodes.literal):
+        if any(len(word) > 32 for word in literal.astext().split()):
+            literal["classes"].append("dsvm-long")
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_metadata_requests)
     app.connect("include-read", _cluster_links)
+    app.connect("missing-reference", _resolve_reference)
+    app.connect("doctree-read", _mark_long_literals)

@@ -2,9 +2,9 @@
 NystroemSVC against scikit-learn's SVC on two moons
 ====================================================
 
-``NystroemSVC`` approximates the RBF kernel with ``n_components`` Nyström landmarks and solves the
-squared-hinge SVM on those features by semismooth Newton.  On a small non-linear problem its
-decision boundary is close to the exact kernel SVM's (:class:`sklearn.svm.SVC`).
+:class:`dsvm.NystroemSVC` approximates the RBF kernel with ``n_components`` Nyström landmarks and
+solves the squared-hinge SVM on those features by semismooth Newton.  On a small non-linear problem
+its decision boundary is close to the exact kernel SVM's (:class:`sklearn.svm.SVC`).
 """
 
 import time

@@ -8,6 +8,7 @@ generated one (:func:`dsvm.ingest` converts LIBSVM, CSV, Parquet or ``.npy`` fil
 whatever Dask cluster is active; here a small one in this process.
 """
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -40,7 +41,8 @@ with cluster, Client(cluster):
 
 stats = clf.solver_stats_
 stages = {stage: stats[f"{stage}_seconds"] for stage in ("landmark", "feature", "solve")}
-print(stages, "feature store:", stats["feature_store"])
+print("seconds per stage:", {stage: round(seconds, 3) for stage, seconds in stages.items()})
+print("feature store:", stats["feature_store"])
 fig, ax = plt.subplots(figsize=(5, 3))
 ax.barh(list(stages), list(stages.values()))
 ax.set_xlabel("seconds")
@@ -50,7 +52,5 @@ plt.show()
 
 # %%
 # The datasets are plain folders; remove them when done.
-
-import shutil  # noqa: E402
 
 shutil.rmtree(workdir)
