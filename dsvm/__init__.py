@@ -38,6 +38,7 @@ _PUBLIC = {
     "InvalidDatasetError": "dsvm.exceptions",
     "InputFileError": "dsvm.exceptions",
     "DiskFullError": "dsvm.exceptions",
+    "NotDsvmOutputError": "dsvm.exceptions",
     "ModelFileError": "dsvm.exceptions",
     "NoWorkersError": "dsvm.exceptions",
     "NonFiniteError": "dsvm.exceptions",

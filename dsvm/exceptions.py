@@ -132,7 +132,15 @@ class PipelineError(ValueError):
 
 
 class NotDsvmOutputError(FileExistsError):
-    """The target exists and is not an output dsvm wrote (or ``overwrite`` was not given)."""
+    """The target exists and is not an output dsvm wrote (or ``overwrite`` was not given): dsvm never
+    replaces or deletes a file or folder it did not write.
+
+    Examples
+    --------
+    >>> from dsvm import NotDsvmOutputError
+    >>> issubclass(NotDsvmOutputError, FileExistsError)
+    True
+    """
 
 
 class NonFiniteError(ValueError):

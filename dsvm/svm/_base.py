@@ -396,13 +396,17 @@ def prediction_input(model, X) -> tuple[RowBlocks, bool]:
 
 def model_decision_blocks(model, X_rb: RowBlocks, checked: bool) -> RowBlocks:
     """Decision values of a fitted model on input rows already checked against it (:func:`prediction_input`):
-    its scaling, then ``F(X) coefᵀ + intercept``, block-wise, shape (n, n_problems)."""
+    its scaling, then ``F(X) coefᵀ + intercept``, block-wise, shape (n, n_problems).
+
+    Computed as ``K(X, L) α + intercept`` with the coefficients folded into the landmarks once,
+    ``α = M coefᵀ`` (:func:`dsvm.problems.decision_blocks`): the features ``F`` are never formed."""
     return decision_blocks(X_rb, model.feature_map_, model.coef_, model.intercept_, not checked,
                            scaling=getattr(model, "scaling_", None))
 
 
 def model_decisions(model, X) -> RowBlocks:
-    """Decision values ``F(X) coefᵀ + intercept`` of a fitted model, block-wise, shape (n, n_problems)."""
+    """Decision values ``F(X) coefᵀ + intercept`` of a fitted model, block-wise, shape (n, n_problems), computed
+    as ``K(X, L) α + intercept`` (:func:`model_decision_blocks`)."""
     X_rb, checked = prediction_input(model, X)
     return model_decision_blocks(model, X_rb, checked)
 
@@ -424,7 +428,7 @@ class NystroemBase(BaseEstimator):
     the prediction methods.
     """
 
-    #: the solvers the estimator takes (read by :func:`check_params`)
+    #: the solvers the estimator takes (read by ``check_params``)
     SUPPORTED_SOLVERS: tuple[str, ...] = SOLVERS
 
     def _decision(self, X):

@@ -33,7 +33,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     """Kernel SVM classifier trained by LA-SN: Nyström features + semismooth Newton.
 
     The kernel SVM is linearised with ``n_components`` landmarks (features
-    ``F = K(X, L) · M``) and the L2-loss linear SVM
+    ``F = K(X, L) · M``) and the L2-loss linear SVM::
 
         min_{w, b}  ½‖w‖² + C Σ_i c_i max(0, 1 − y_i (f_iᵀ w + b))²
 
