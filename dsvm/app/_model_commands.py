@@ -342,60 +342,85 @@ def cross_validate(model, ds, folds: int, scoring: str, refit: bool):
     return search.best_estimator_ if refit else None
 
 
-def train_command(args) -> int:  # noqa: C901
+def train_command(args) -> int:
     """``dsvm train``: fit (or cross-validate, or search) and save the model."""
-    from ..svm import (
-        SCORINGS,
-        check_checkpoint_path,
-        kept_until_saved,
-        model_file_problem,
-        remove_checkpoint,
-        save_model,
-    )
-    from ._report_files import check_output_folder
-    from ._search_report import parse_search_args, search_and_report
+    from ..svm import SCORINGS, kept_until_saved
 
     regression = args.task == "regression"
     cv_only = args.cv is not None and not args.search
     _check_train_options(args, regression, cv_only)
     class_weight = parse_class_weight(args.class_weight)
     model = _estimator(args, regression, class_weight)
-    grid = None
-    if args.search:
-        try:
-            grid = parse_search_args(args.search)
-        except ValueError as exc:
-            raise UserError(f"--search: {exc}") from None
-        _check_search_values(model, grid, args.search)
+    grid = _search_grid(args, model)
     if (grid is not None or cv_only) and args.scoring not in SCORINGS:
         raise UserError(f"--scoring {args.scoring!r} is not supported; choose one of {', '.join(SCORINGS)}")
+    _check_train_paths(args, searching=grid is not None)
+    keep = kept_until_saved() if args.checkpoint else contextlib.nullcontext()
+    with connect_from_args(args), keep, input_dataset(args, "train", progress=show_progress_of(args)) as ds:
+        if isinstance(class_weight, list):
+            model.set_params(class_weight=class_weight_for(class_weight, ds.classes, args.data))
+        model = _fit_or_search(args, model, ds, grid, cv_only)
+    if model is not None:
+        _save_trained(args, model)
+    return 0
+
+
+def _search_grid(args, model) -> dict[str, list] | None:
+    """The ``--search`` grid, every value checked against ``model``; None without ``--search``."""
+    from ._search_report import parse_search_args
+
+    if not args.search:
+        return None
+    try:
+        grid = parse_search_args(args.search)
+    except ValueError as exc:
+        raise UserError(f"--search: {exc}") from None
+    _check_search_values(model, grid, args.search)
+    return grid
+
+
+def _check_train_paths(args, searching: bool) -> None:
+    """DATA, the model file, the checkpoint and (``searching``) the report folder, checked before a cluster
+    starts."""
+    from ..svm import check_checkpoint_path, model_file_problem
+    from ._report_files import check_output_folder
+
     check_data_path(args)
     if args.model is not None:
         check_writable_target(args.model, "--model", args.overwrite, model_file_problem, "model")
     if args.checkpoint:
         check_checkpoint_path(args.checkpoint)
-    if grid is not None:
+    if searching:
         check_output_folder(cv_report_dir(args), "report folder", overwrite=args.overwrite)
-    keep = kept_until_saved() if args.checkpoint else contextlib.nullcontext()
-    with connect_from_args(args), keep, input_dataset(args, "train", progress=show_progress_of(args)) as ds:
-        if isinstance(class_weight, list):
-            model.set_params(class_weight=class_weight_for(class_weight, ds.classes, args.data))
-        t0 = time.perf_counter()
-        if cv_only:
-            model = cross_validate(model, ds, args.cv, args.scoring, refit=args.model is not None)
-        elif grid is None:
-            model.fit(ds)
-        else:
-            search, paths = search_and_report(ds, param_grid=grid, out_dir=cv_report_dir(args), cv=args.cv or 5,
-                                              scoring=args.scoring, **model.get_params())
-            model = search.best_estimator_
-            logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
-                        search.best_score_, paths.get("markdown"))
-        if model is not None:
-            logger.info("trained in %.2fs: %d landmarks, %d Newton iteration(s)", time.perf_counter() - t0,
-                        model.components_.shape[0], model.n_iter_)
-    if model is None:
-        return 0
+
+
+def _fit_or_search(args, model, ds, grid: dict[str, list] | None, cv_only: bool):
+    """``model`` fitted on ``ds``, cross-validated (``cv_only``: refitted only for a ``--model``, else None) or
+    the best of the ``grid`` search."""
+    from ._search_report import search_and_report
+
+    t0 = time.perf_counter()
+    if cv_only:
+        model = cross_validate(model, ds, args.cv, args.scoring, refit=args.model is not None)
+    elif grid is None:
+        model.fit(ds)
+    else:
+        search, paths = search_and_report(ds, param_grid=grid, out_dir=cv_report_dir(args), cv=args.cv or 5,
+                                          scoring=args.scoring, **model.get_params())
+        model = search.best_estimator_
+        logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
+                    search.best_score_, paths.get("markdown"))
+    if model is not None:
+        logger.info("trained in %.2fs: %d landmarks, %d Newton iteration(s)", time.perf_counter() - t0,
+                    model.components_.shape[0], model.n_iter_)
+    return model
+
+
+def _save_trained(args, model) -> None:
+    """Save the fitted model to ``--model``, then remove the checkpoint; a failed save keeps the checkpoint and
+    says how to save it without refitting."""
+    from ..svm import remove_checkpoint, save_model
+
     try:
         save_model(model, args.model, overwrite=args.overwrite)
     except (OSError, ValueError) as exc:
@@ -407,7 +432,6 @@ def train_command(args) -> int:  # noqa: C901
     logger.info("model written to %s", args.model)
     if args.checkpoint:
         remove_checkpoint(args.checkpoint)
-    return 0
 
 
 # --------------------------------------------------------------------------- evaluate, predict

@@ -223,32 +223,8 @@ def run_pipeline(spec: dict[str, Any]) -> dict[str, Any]:
 def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     """The ``kind: train`` pipeline: ingest, fit (or search), evaluate, report."""
     claim_output_folder(out, "pipeline output folder")
-    data_dir = out / "data"
-    data_dir.mkdir(exist_ok=True)
-    t0 = time.perf_counter()
-    train = materialise_dataset(spec["data"]["train"], data_dir / "train.zarr", "data.train")
-    test_entry = spec["data"].get("test")
-    split = spec["data"].get("split")
-    test = materialise_dataset(test_entry, data_dir / "test.zarr", "data.test", like=train) if test_entry else None
-    if split is not None:
-        train, test = _split_dataset(train, data_dir, split)
-    ingest_seconds = time.perf_counter() - t0
-    logger.info("pipeline %s: data ready in %.2fs (train %d rows)", spec["name"], ingest_seconds, train.n_samples)
-
-    params = model_params(spec, f"pipeline {spec['name']}")
-    search_spec = spec["model"].get("search")
-    cv_rows, cv_plots = None, []
-    if search_spec:
-        grid = search_grid(search_spec, f"pipeline {spec['name']}")
-        search, paths = search_and_report(train, param_grid=grid, out_dir=out, cv=int(search_spec.get("cv", 5)),
-                                          scoring=search_spec.get("scoring", "accuracy"), prefix="cv", **params)
-        model = search.best_estimator_
-        params = {**params, **search.best_params_}
-        cv_rows = cv_table(search)
-        cv_plots = [Path(p).name for kind, p in paths.items() if kind == "heatmap"]
-        logger.info("pipeline %s: best %s (CV %.4f)", spec["name"], search.best_params_, search.best_score_)
-    else:
-        model = NystroemSVC(**params).fit(train)
+    train, test, ingest_seconds = _ready_data(spec, out / "data")
+    model, params, cv_rows, cv_plots = _fit_or_search(spec, train, out)
     save_model(model, out / "model.npz", overwrite=True)
     evaluation = evaluate(model, test) if test is not None else None
     stats = model.solver_stats_
@@ -256,7 +232,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         "name": spec["name"],
         "machine": machine_line(),
         "data": {"train": str(train.path), "test": str(test.path) if test is not None else None,
-                 "n_train": train.n_samples, "n_features": train.n_features, "split": split},
+                 "n_train": train.n_samples, "n_features": train.n_features, "split": spec["data"].get("split")},
         "model": {"estimator": "NystroemSVC", "params": params, "gamma": model.gamma_,
                   "n_components": int(model.components_.shape[0]), "n_features_out": int(model.coef_.shape[1])},
         "timing": {"ingest_seconds": ingest_seconds, **{k: v for k, v in stats.items() if k.endswith("_seconds")}},
@@ -268,25 +244,69 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         report["cv_results"] = cv_rows
     ks = (spec.get("experiments") or {}).get("accuracy_vs_k")
     if ks and test is not None:
-        rows = []
-        for k in ks:
-            if int(k) == model.get_params()["n_components"]:  # the model above is this point: no second fit
-                m, accuracy = model, evaluation["accuracy"]
-            else:
-                m = NystroemSVC(**{**params, "n_components": int(k)}).fit(train)
-                accuracy = evaluate(m, test)["accuracy"]
-            rows.append({"n_components": int(k), "accuracy": accuracy, "fit_seconds": m.solver_stats_["fit_seconds"]})
-            logger.info("accuracy vs k: k=%d accuracy=%.4f", k, rows[-1]["accuracy"])
-        report["accuracy_vs_k"] = rows
+        report["accuracy_vs_k"] = _accuracy_vs_k(ks, model, evaluation, params, train, test)
     if (spec.get("report") or {}).get("plots", True):
-        if plot_convergence(stats, out / "convergence.png"):
-            report["plots"].append("convergence.png")
-        if report.get("accuracy_vs_k") and plot_accuracy_vs_k(report["accuracy_vs_k"], out / "accuracy_vs_k.png"):
-            report["plots"].append("accuracy_vs_k.png")
+        report["plots"] += _train_plots(stats, report.get("accuracy_vs_k"), out)
     write_report_file(out / "report.json", json.dumps(report, indent=2, default=json_safe))
     write_report_file(out / "report.md", train_report_markdown(report))
     logger.info("pipeline %s: report written to %s", spec["name"], out)
     return report
+
+
+def _ready_data(spec: dict[str, Any], data_dir: Path) -> tuple[Any, Any, float]:
+    """The training and test datasets (the test one None without ``data: test:`` or ``split:``), opened,
+    ingested, generated or split into ``data_dir``, and the seconds that took."""
+    data_dir.mkdir(exist_ok=True)
+    t0 = time.perf_counter()
+    train = materialise_dataset(spec["data"]["train"], data_dir / "train.zarr", "data.train")
+    test_entry = spec["data"].get("test")
+    split = spec["data"].get("split")
+    test = materialise_dataset(test_entry, data_dir / "test.zarr", "data.test", like=train) if test_entry else None
+    if split is not None:
+        train, test = _split_dataset(train, data_dir, split)
+    ingest_seconds = time.perf_counter() - t0
+    logger.info("pipeline %s: data ready in %.2fs (train %d rows)", spec["name"], ingest_seconds, train.n_samples)
+    return train, test, ingest_seconds
+
+
+def _fit_or_search(spec: dict[str, Any], train, out: Path) -> tuple[Any, dict[str, Any], list | None, list[str]]:
+    """The model of ``model:`` fitted on ``train`` (the best of its ``search:``, whose files go into ``out``), its
+    parameters, the CV table (None without a search) and the names of the search's plots."""
+    params = model_params(spec, f"pipeline {spec['name']}")
+    search_spec = spec["model"].get("search")
+    if not search_spec:
+        return NystroemSVC(**params).fit(train), params, None, []
+    grid = search_grid(search_spec, f"pipeline {spec['name']}")
+    search, paths = search_and_report(train, param_grid=grid, out_dir=out, cv=int(search_spec.get("cv", 5)),
+                                      scoring=search_spec.get("scoring", "accuracy"), prefix="cv", **params)
+    cv_rows = cv_table(search)
+    cv_plots = [Path(p).name for kind, p in paths.items() if kind == "heatmap"]
+    logger.info("pipeline %s: best %s (CV %.4f)", spec["name"], search.best_params_, search.best_score_)
+    return search.best_estimator_, {**params, **search.best_params_}, cv_rows, cv_plots
+
+
+def _accuracy_vs_k(ks: list, model, evaluation: dict[str, Any], params: dict[str, Any], train, test) -> list[dict]:
+    """``experiments: accuracy_vs_k:``: the test accuracy and fit time of one fit per number of landmarks."""
+    rows = []
+    for k in ks:
+        if int(k) == model.get_params()["n_components"]:  # the model above is this point: no second fit
+            m, accuracy = model, evaluation["accuracy"]
+        else:
+            m = NystroemSVC(**{**params, "n_components": int(k)}).fit(train)
+            accuracy = evaluate(m, test)["accuracy"]
+        rows.append({"n_components": int(k), "accuracy": accuracy, "fit_seconds": m.solver_stats_["fit_seconds"]})
+        logger.info("accuracy vs k: k=%d accuracy=%.4f", k, rows[-1]["accuracy"])
+    return rows
+
+
+def _train_plots(stats: dict[str, Any], accuracy_vs_k: list[dict] | None, out: Path) -> list[str]:
+    """The names of the plots written into ``out``: the solver's convergence and (given its rows) accuracy vs k."""
+    plots = []
+    if plot_convergence(stats, out / "convergence.png"):
+        plots.append("convergence.png")
+    if accuracy_vs_k and plot_accuracy_vs_k(accuracy_vs_k, out / "accuracy_vs_k.png"):
+        plots.append("accuracy_vs_k.png")
+    return plots
 
 
 DEMO_PIPELINE: dict[str, Any] = {

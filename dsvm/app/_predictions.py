@@ -13,6 +13,7 @@ import io
 import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +102,7 @@ def _npy_header(f, dtype: np.dtype, shape: tuple) -> None:
                                              "shape": shape})
 
 
-def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = False, proba: bool = False,  # noqa: C901
+def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = False, proba: bool = False,
                       overwrite: bool = False) -> int:
     """Predict ``X`` (array, dask array or Dataset) block-wise and write to ``out``.
 
@@ -128,23 +129,48 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
         The disk filled up; an old ``out`` is unchanged.
     """
     out = local_target(out)  # a URL is refused here, before Path() would fold its "//"
+    suffix = _checked_suffix(model, X, out, decision, proba)
+    dec = model_decisions(model, X)
+    classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value
+    if classes is not None and classes.dtype.kind == "O":
+        # one fixed width for every block: the first block's labels may all be short ones
+        classes = classes.astype(str)
+    binary = model.coef_.shape[0] == 1 and not proba
+    labels = not decision and not proba and classes is not None
+    convert = _converter(model, classes, proba=proba, labels=labels, binary=binary)
+    blocks = (convert(block) for block in dec.iter_blocks())
+    n = dec.n_rows
+    with replacing(out, overwrite=overwrite, ours=prediction_problem, what="prediction file") as staged:
+        if suffix == ".zarr":
+            kind = "decision" if decision else "proba" if proba else ("labels" if classes is not None else "values")
+            _write_zarr(staged.path, blocks, n, kind, classes)
+        elif suffix == ".npy":
+            width = () if binary or labels else (len(classes) if proba else model.coef_.shape[0],)
+            _write_npy(staged.path, blocks, n, empty=(classes.dtype if labels else np.dtype(np.float64), width))
+        else:
+            _write_csv(staged.path, blocks, _csv_header(decision, proba, binary, classes), labels)
+        if suffix != ".zarr":
+            mark_output(staged.path, FORMAT)
+    return n
+
+
+def _checked_suffix(model, X, out: Path, decision: bool, proba: bool) -> str:
+    """The suffix of ``out``, once the predictions asked for are ones ``model`` can write there."""
     check_inputs_outside(out, {"the data": getattr(X, "path", None)}, "prediction file")
     suffix = out.suffix.lower()
     if suffix not in OUTPUT_SUFFIXES:
         raise ValueError(f"--out {out}: unknown output type; use one of {', '.join(OUTPUT_SUFFIXES)}")
     if decision and proba:
         raise ValueError("write either decision values or probabilities, not both")
-    classes = getattr(model, "classes_", None)  # None for a regression model: the prediction is the value
+    classes = getattr(model, "classes_", None)
     if proba and (classes is None or not hasattr(model, "probA_")):
         raise ValueError("probabilities need a classifier fitted with probability=True (CLI: --probability)")
-    dec = model_decisions(model, X)
-    if classes is not None and classes.dtype.kind == "O":
-        # one fixed width for every block: the first block's labels may all be short ones
-        classes = classes.astype(str)
-    binary = model.coef_.shape[0] == 1 and not proba
-    labels = not decision and not proba and classes is not None
-    kind = "decision" if decision else "proba" if proba else ("labels" if classes is not None else "values")
+    return suffix
 
+
+def _converter(model, classes, *, proba: bool, labels: bool, binary: bool):
+    """The function from a block of decision values to the block written: probabilities, labels, or the decision
+    values (one column for a binary model)."""
     def convert(d: np.ndarray) -> np.ndarray:
         if proba:
             return np.exp(platt_log_proba(d, model.probA_, model.probB_))
@@ -152,44 +178,49 @@ def write_predictions(model, X, out: str | os.PathLike, *, decision: bool = Fals
             return d[:, 0] if binary else d
         return labels_from_decision(d, classes)
 
-    n = dec.n_rows
-    with replacing(out, overwrite=overwrite, ours=prediction_problem, what="prediction file") as staged:
-        if suffix == ".zarr":
-            arr = None
-            start = 0
-            for block in dec.iter_blocks():
-                values = convert(block)
-                if arr is None:
-                    shape = (n,) + values.shape[1:]
-                    arr = zarr.create_array(str(staged.path), shape=shape, dtype=values.dtype,
-                                            chunks=(max(1, len(values)),) + values.shape[1:])
-                    arr.attrs.update({"format": FORMAT, "kind": kind, "n_rows": n})
-                    if values.ndim == 2 and classes is not None:
-                        arr.attrs["classes"] = [to_json_scalar(c) for c in classes.tolist()]
-                arr[start : start + len(values)] = values
-                start += len(values)
-        elif suffix == ".npy":
-            with create_exclusive(staged.path) as f:
-                header = False
-                for block in dec.iter_blocks():
-                    values = np.ascontiguousarray(convert(block))
-                    if not header:
-                        _npy_header(f, values.dtype, (n,) + values.shape[1:])
-                        header = True
-                    f.write(values.tobytes())
-                if not header:  # no rows
-                    width = () if binary or labels else (len(classes) if proba else model.coef_.shape[0],)
-                    _npy_header(f, classes.dtype if labels else np.dtype(np.float64), (0,) + width)
-                f.flush()
-                os.fsync(f.fileno())
-        else:
-            with create_exclusive(staged.path) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as f:
-                writer = csv.writer(f)
-                writer.writerow(_csv_header(decision, proba, binary, classes))
-                for block in dec.iter_blocks():
-                    writer.writerows(_csv_cells(convert(block), labels))
-                f.flush()
-                os.fsync(raw.fileno())
-        if suffix != ".zarr":
-            mark_output(staged.path, FORMAT)
-    return n
+    return convert
+
+
+def _write_zarr(path: Path, blocks: Iterator[np.ndarray], n: int, kind: str, classes) -> None:
+    """A zarr array of ``n`` rows, one chunk per block, its attributes naming the format, the kind of values
+    and (2-d) the class of each column."""
+    arr = None
+    start = 0
+    for values in blocks:
+        if arr is None:
+            shape = (n,) + values.shape[1:]
+            arr = zarr.create_array(str(path), shape=shape, dtype=values.dtype,
+                                    chunks=(max(1, len(values)),) + values.shape[1:])
+            arr.attrs.update({"format": FORMAT, "kind": kind, "n_rows": n})
+            if values.ndim == 2 and classes is not None:
+                arr.attrs["classes"] = [to_json_scalar(c) for c in classes.tolist()]
+        arr[start : start + len(values)] = values
+        start += len(values)
+
+
+def _write_npy(path: Path, blocks: Iterator[np.ndarray], n: int, empty: tuple[np.dtype, tuple]) -> None:
+    """An ``.npy`` file of ``n`` rows, its header from the first block (``empty``: the dtype and row shape of a
+    file without rows)."""
+    with create_exclusive(path) as f:
+        header = False
+        for block in blocks:
+            values = np.ascontiguousarray(block)
+            if not header:
+                _npy_header(f, values.dtype, (n,) + values.shape[1:])
+                header = True
+            f.write(values.tobytes())
+        if not header:  # no rows
+            _npy_header(f, empty[0], (0,) + empty[1])
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _write_csv(path: Path, blocks: Iterator[np.ndarray], header: list[str], labels: bool) -> None:
+    """A CSV file: the ``header``, then one row per input row."""
+    with create_exclusive(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for values in blocks:
+            writer.writerows(_csv_cells(values, labels))
+        f.flush()
+        os.fsync(raw.fileno())

@@ -86,7 +86,7 @@ def load_cluster_spec(path: str | os.PathLike) -> dict[str, Any]:
     return validate_cluster_spec(read_yaml_file(path, ClusterSpecError, "cluster spec"), str(Path(path)))
 
 
-def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, Any]:  # noqa: C901
+def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, Any]:
     """Check the structure of a spec mapping; return it with defaults filled in."""
     if not isinstance(spec, dict):
         raise ClusterSpecError(f"{where}: expected a mapping with 'module' and 'class'")
@@ -95,6 +95,17 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
         raise ClusterSpecError(f"{where}: unknown keys {sorted(unknown)}; allowed: {sorted(SPEC_KEYS)}")
     if spec.get("version", 1) != 1:
         raise ClusterSpecError(f"{where}: version {spec.get('version')!r} is not supported (use 1)")
+    _check_cluster_class(spec, where)
+    args, kwargs = _cluster_arguments(spec, where)
+    _check_scaling(spec, where)
+    out = dict(spec)
+    out["args"], out["kwargs"] = args, kwargs
+    check_spec_workers(out, where)
+    return out
+
+
+def _check_cluster_class(spec: dict[str, Any], where: str) -> None:
+    """The spec's ``module`` and ``class``: strings naming a class of :data:`ALLOWED_MODULES`."""
     module, cls = spec.get("module"), spec.get("class")
     if not isinstance(module, str) or not isinstance(cls, str):
         raise ClusterSpecError(f"{where}: 'module' and 'class' must be strings, e.g. module: dask_jobqueue, class: SLURMCluster")
@@ -102,12 +113,21 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
         raise ClusterSpecError(f"{where}: module {module!r} is not allowed; allowed modules: {sorted(ALLOWED_MODULES)}")
     if cls not in ALLOWED_MODULES[module]:
         raise ClusterSpecError(f"{where}: class {cls!r} is not allowed from {module}; allowed: {sorted(ALLOWED_MODULES[module])}")
+
+
+def _cluster_arguments(spec: dict[str, Any], where: str) -> tuple[list, dict[str, Any]]:
+    """The spec's ``args`` (none accepted) and ``kwargs`` (checked against its class's schema), empty if absent."""
     args, kwargs = spec.get("args", []) or [], spec.get("kwargs", {}) or {}
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise ClusterSpecError(f"{where}: 'args' must be a list and 'kwargs' a mapping")
     if args:  # positional arguments would bypass the keyword schema
         raise ClusterSpecError(f"{where}: positional 'args' are not accepted; name each argument under 'kwargs'")
-    check_kwargs(cls, kwargs, where)
+    check_kwargs(spec["class"], kwargs, where)
+    return args, kwargs
+
+
+def _check_scaling(spec: dict[str, Any], where: str) -> None:
+    """The spec's ``scale`` or ``adapt``, ``wait_for_workers`` and ``timeout``."""
     if "scale" in spec and "adapt" in spec:
         raise ClusterSpecError(f"{where}: give either 'scale' or 'adapt', not both")
     if "scale" in spec and not (_is_number(spec["scale"], int) and spec["scale"] >= 0):
@@ -119,10 +139,6 @@ def validate_cluster_spec(spec: Any, where: str = "cluster spec") -> dict[str, A
         raise ClusterSpecError(f"{where}: 'adapt' must be a mapping such as {{minimum: 1, maximum: 8}}")
     if "adapt" in spec:
         check_adapt(spec["adapt"], where)
-    out = dict(spec)
-    out["args"], out["kwargs"] = args, kwargs
-    check_spec_workers(out, where)
-    return out
 
 
 def _is_number(x: Any, types=(int, float)) -> bool:
@@ -330,7 +346,7 @@ SCHEMES = ("tcp", "tls")
 MAX_GREETING_BYTES = 2**20
 
 
-def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> None:  # noqa: C901
+def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> None:
     """Fail with one line, within ``timeout`` seconds, when no scheduler answers at ``address``.
 
     A refused port or an unknown host fails within
@@ -342,20 +358,7 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
     ``where``: how the address was given (``" (from scheduler file s.json)"``).
     Skipped inside a running event loop (the client then bounds the connect).
     """
-    from distributed.comm.addressing import parse_address, parse_host_port
-
-    try:
-        scheme, location = parse_address(address)
-        host, port = parse_host_port(location, default_port=DEFAULT_SCHEDULER_PORT)
-    except ValueError as exc:
-        raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
-    if scheme not in SCHEMES:
-        raise SchedulerUnreachableError(f"{address}{where}: dsvm attaches to a Dask scheduler over "
-                                        f"{' or '.join(f'{s}://' for s in SCHEMES)}, not {scheme}://")
-    if scheme == "tls" and not _client_tls_configured():
-        raise SchedulerUnreachableError(
-            f"the Dask scheduler at {address}{where} speaks TLS and this process has no certificate for it: set "
-            "distributed.comm.tls.ca-file, .client.cert and .client.key (DASK_DISTRIBUTED__COMM__TLS__CA_FILE, ...)")
+    scheme, host, port = _scheduler_location(address, where)
     try:
         asyncio.get_running_loop()
         return
@@ -363,16 +366,7 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         pass
     started = time.monotonic()
     first = min(FIRST_ATTEMPT_SECONDS, timeout)
-    # A plain socket first: distributed's connect retries a refused port until its timeout, and on a loaded
-    # machine its first attempt may not even get to the refusal within ``first``.
-    try:
-        greeting = _probe(scheme, host, port, first)
-    except (ConnectionRefusedError, socket.gaierror) as exc:
-        raise _unreachable(address, where, exc, started) from None
-    except OSError:  # no answer yet: the handshake below waits for it, up to ``timeout``
-        greeting = None
-    if greeting is not None and not 0 < greeting <= MAX_GREETING_BYTES:
-        raise _not_dask(address, where)
+    _check_greeting(address, where, (scheme, host, port), first, started)
     try:
         _run_handshake(address, where, first)
         return
@@ -387,6 +381,41 @@ def check_scheduler_reachable(address: str, timeout: float, where: str = "") -> 
         raise
     except (TimeoutError, OSError) as exc:
         raise _unreachable(address, where, exc, started) from None
+
+
+def _scheduler_location(address: str, where: str) -> tuple[str, str, int]:
+    """The scheme, host and port of a scheduler ``address`` dsvm can attach to (``tls`` only with a client
+    certificate configured)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location, default_port=DEFAULT_SCHEDULER_PORT)
+    except ValueError as exc:
+        raise SchedulerUnreachableError(f"{address!r}{where} is not a scheduler address ({exc})") from None
+    if scheme not in SCHEMES:
+        raise SchedulerUnreachableError(f"{address}{where}: dsvm attaches to a Dask scheduler over "
+                                        f"{' or '.join(f'{s}://' for s in SCHEMES)}, not {scheme}://")
+    if scheme == "tls" and not _client_tls_configured():
+        raise SchedulerUnreachableError(
+            f"the Dask scheduler at {address}{where} speaks TLS and this process has no certificate for it: set "
+            "distributed.comm.tls.ca-file, .client.cert and .client.key (DASK_DISTRIBUTED__COMM__TLS__CA_FILE, ...)")
+    return scheme, host, port
+
+
+def _check_greeting(address: str, where: str, location: tuple[str, str, int], first: float, started: float) -> None:
+    """Within ``first`` seconds, over a plain socket: a refused port or an unknown host is unreachable, and a
+    first message no Dask scheduler sends is another protocol; silence is left to the handshake."""
+    # A plain socket first: distributed's connect retries a refused port until its timeout, and on a loaded
+    # machine its first attempt may not even get to the refusal within ``first``.
+    try:
+        greeting = _probe(*location, first)
+    except (ConnectionRefusedError, socket.gaierror) as exc:
+        raise _unreachable(address, where, exc, started) from None
+    except OSError:  # no answer yet: the handshake waits for it, up to ``timeout``
+        return
+    if greeting is not None and not 0 < greeting <= MAX_GREETING_BYTES:
+        raise _not_dask(address, where)
 
 
 def _run_handshake(address: str, where: str, timeout: float) -> None:
