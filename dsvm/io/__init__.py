@@ -16,13 +16,14 @@ model and checkpoint files (:mod:`dsvm.io._archive`: no pickle, bounded reads).
 """
 
 from ._archive import SUPPORTED_VERSION, MemberRules, meta_array, npz_problem, read_npz, write_npz
-from ._atomic import check_target
 from ._csv_ingest import csv_width
 from ._dataset import Dataset, open_dataset
+from ._dataset_target import check_target
 from ._frames import check_numeric_columns
 from ._ingestion import MAX_N_FEATURES, ingest
 from ._label_text import label_texts
 from ._layout import to_json_scalar
+from ._line_reader import detect_format
 from ._replace import (
     ENTRY_FILE,
     ENTRY_FOLDER,
@@ -40,7 +41,6 @@ from ._replace import (
 )
 from ._split import split_dataset
 from ._synthetic import check_synthetic_options, make_classification_zarr
-from ._text import detect_format
 from ._writer import write_dataset
 
 __all__ = [

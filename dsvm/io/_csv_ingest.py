@@ -1,7 +1,7 @@
 """CSV / TSV files into staging parts: the header, the label column, the delimiter, string labels.
 
 * ``header``: ``"auto"`` takes the first line for column names only when it
-  cannot be data (every field a name, see :mod:`dsvm.io._delimited`);
+  cannot be data (every field a name, see :mod:`dsvm.io._csv_blocks`);
   ``True`` / ``False`` say so.
 * ``label_column``: an index (negative from the end) or, with a header, a
   column name; ``None`` is column 0, as LIBSVM-style CSV files have it, or,
@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputFileError
-from ._delimited import looks_like_header, parse_csv_block, split_header, strip_bom
+from ._csv_blocks import looks_like_header, parse_csv_block, split_header, strip_bom
 from ._labels import block_labels, lone_text_label, with_class_names
+from ._line_reader import open_binary, read_range
 from ._parse_stage import line_offsets, parse_stage, raise_first_error
 from ._sources import RowSource, StagedSource, save_part
-from ._text import open_binary, read_range
 
 __all__ = ["ingest_csv", "check_delimiter", "default_delimiter", "csv_width"]
 

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 import zarr
 
 from ..user_files import check_user_path, path_problem
-from ._atomic import MAX_ZARR_JSON
+from ._dataset_target import MAX_ZARR_JSON
 from ._layout import (
     INT_LABEL_FILL,
     SPARSE_LAYOUT,

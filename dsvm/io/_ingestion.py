@@ -1,10 +1,10 @@
 """``ingest``: turn a file or arrays into a dataset (see :mod:`dsvm.io._layout`).
 
 Text formats go through two stages inside the temporary directory of the
-ingest (:mod:`dsvm.io._atomic`):
+ingest (:mod:`dsvm.io._dataset_target`):
 
 1. *parse* — the file is cut into blocks of complete lines; each block is
-   parsed (vectorised, :mod:`dsvm.io._libsvm` / :mod:`dsvm.io._delimited`) and saved as a
+   parsed (vectorised, :mod:`dsvm.io._libsvm` / :mod:`dsvm.io._csv_blocks`) and saved as a
    staging part.  An uncompressed file is split into byte ranges read and
    parsed by Dask tasks (threads, or the workers of the current
    ``distributed.Client``, which must see the file); a gzip / xz / bzip2 file
@@ -36,9 +36,9 @@ import numpy as np
 
 from ..exceptions import InputFileError, disk_full_names
 from ..user_files import check_user_path
-from ._atomic import atomic_target, check_target
 from ._csv_ingest import ingest_csv
 from ._dataset import open_dataset
+from ._dataset_target import atomic_target, check_target
 from ._frames import (
     PARQUET_SUFFIXES,
     is_dask_frame,
@@ -50,10 +50,10 @@ from ._frames import (
 )
 from ._labels import block_labels, check_numeric_labels, is_numeric_labels, warn_if_continuous, with_class_names
 from ._libsvm import MAX_FEATURE_INDEX, LineError, line_at, parse_libsvm_block
+from ._line_reader import detect_format, read_range
 from ._parse_stage import line_offsets, parse_stage, raise_first_error
 from ._replace import check_inputs_outside, local_target
 from ._sources import NpySource, RowSource, StagedSource, save_csr_part
-from ._text import detect_format, read_range
 from ._writer import check_dtype, stored_bytes_bound, write_dataset, write_source
 
 logger = logging.getLogger(__name__)

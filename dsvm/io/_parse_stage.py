@@ -20,8 +20,8 @@ from typing import Any
 import dask
 
 from ..exceptions import InputFileError
+from ._line_reader import DEFAULT_BLOCK_BYTES, byte_ranges, compression, open_binary, open_data_file, stream_blocks
 from ._progress import ProgressBar, compute_tasks
-from ._text import DEFAULT_BLOCK_BYTES, byte_ranges, compression, open_binary, open_data_file, stream_blocks
 
 __all__ = ["parse_stage", "raise_first_error", "line_offsets", "block_bytes_for"]
 

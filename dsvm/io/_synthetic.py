@@ -32,8 +32,8 @@ from scipy.special import ndtri
 from scipy.stats import chi2
 
 from ..exceptions import DiskFullError, disk_full_names, format_bytes
-from ._atomic import atomic_target
 from ._dataset import open_dataset
+from ._dataset_target import atomic_target
 from ._sources import RowSource
 from ._writer import check_dtype, stored_bytes_bound, write_source
 

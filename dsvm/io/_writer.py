@@ -38,8 +38,8 @@ import zarr
 from .. import config
 from ..blocks import is_dask_array
 from ..exceptions import disk_full_names
-from ._atomic import atomic_target
 from ._dataset import open_dataset
+from ._dataset_target import atomic_target
 from ._labels import block_labels, check_numeric_labels, is_numeric_labels, storable_labels, with_class_names
 from ._layout import (
     INT_LABEL_FILL,

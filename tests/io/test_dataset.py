@@ -323,7 +323,7 @@ def test_a_metadata_fifo_is_refused_at_once(sparse_ds, node):
 def test_metadata_is_read_with_a_bound(dense_ds):
     import os
 
-    from dsvm.io._atomic import MAX_ZARR_JSON
+    from dsvm.io._dataset_target import MAX_ZARR_JSON
 
     meta = Path(dense_ds.path, "y", "zarr.json")
     os.truncate(meta, MAX_ZARR_JSON + 1)  # sparse: no disk space used

@@ -396,13 +396,13 @@ def test_the_layout_walk_accepts_every_dataset_dsvm_writes(tmp_path):
                dsvm.write_dataset(tmp_path / "names.zarr", X, np.where(y > 0, "a", "b"), chunk_rows=10),
                dsvm.make_classification_zarr(tmp_path / "gen.zarr", n_samples=50, n_features=6)]
     for ds in written:
-        assert dsvm.io._atomic.dataset_problem(ds.path) is None
+        assert dsvm.io._dataset_target.dataset_problem(ds.path) is None
     for name in ("csv_header.zarr", "libsvm_sparse.zarr"):  # datasets of the previous format
-        assert dsvm.io._atomic.dataset_problem(Path(__file__).resolve().parents[1] / "data" / "datasets-v2" / name) is None
+        assert dsvm.io._dataset_target.dataset_problem(Path(__file__).resolve().parents[1] / "data" / "datasets-v2" / name) is None
     (tmp_path / "sparse.zarr" / "X" / "indptr" / "extra").mkdir()
-    assert "X/indptr/extra" in dsvm.io._atomic.dataset_problem(tmp_path / "sparse.zarr")
+    assert "X/indptr/extra" in dsvm.io._dataset_target.dataset_problem(tmp_path / "sparse.zarr")
     os.symlink(tmp_path / "dense.zarr" / "y", tmp_path / "names.zarr" / "y2")
-    assert "'y2'" in dsvm.io._atomic.dataset_problem(tmp_path / "names.zarr")
+    assert "'y2'" in dsvm.io._dataset_target.dataset_problem(tmp_path / "names.zarr")
 
 
 def test_split_refuses_targets_that_are_or_hold_its_input(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsvm.io._text import byte_ranges, compression, detect_format, read_range, stream_blocks
+from dsvm.io._line_reader import byte_ranges, compression, detect_format, read_range, stream_blocks
 
 
 @st.composite
@@ -85,7 +85,7 @@ def test_a_fifo_is_refused_before_any_read(tmp_path, reader):
     from helpers import call_near_fifos
 
     from dsvm.exceptions import InputFileError
-    from dsvm.io._text import open_binary
+    from dsvm.io._line_reader import open_binary
 
     fifo = tmp_path / "data"
     os.mkfifo(fifo)
@@ -101,7 +101,7 @@ def test_a_line_longer_than_the_bound_is_an_error_not_exhausted_memory(tmp_path,
     """One huge line (a small .gz can hold gigabytes of it) was gathered whole, however long."""
     from dsvm import io as dsvm_io
     from dsvm.exceptions import InputFileError
-    from dsvm.io import _text as text
+    from dsvm.io import _line_reader as text
 
     monkeypatch.setattr(text, "MAX_LINE_BYTES", 50_000)
     body = b"+1 1:1\n-1 " + " ".join(f"{j}:1" for j in range(1, 20_001)).encode() + b"\n+1 2:1\n"
