@@ -54,6 +54,54 @@ def _bias_from(alpha, y_pm, K, C) -> float:
     return dual_bias(alpha, y_pm, K @ (alpha * y_pm), C, 1e-6)[0]
 
 
+def _dense(X) -> np.ndarray:
+    """``X`` as a dense array (a sparse matrix converted)."""
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
+def _extrapolated_seconds(fit_pts: list, N: int) -> float | None:
+    """The time at ``N`` rows of a power law fitted to ``(rows, seconds)`` points; None below two points."""
+    if len(fit_pts) < 2:
+        return None
+    p = np.polyfit(np.log([a for a, _ in fit_pts]), np.log([t for _, t in fit_pts]), 1)
+    return float(np.exp(np.polyval(p, np.log(N))))
+
+
+def _timed_libsvm_fit(X, y, *, C: float, gamma: float) -> tuple[SVC, float]:
+    """LIBSVM (scikit-learn's ``SVC``) fitted on ``X``, and the seconds the fit took."""
+    svc = SVC(kernel="rbf", C=C, gamma=gamma, cache_size=2000)
+    t0 = time.perf_counter()
+    svc.fit(X, y)
+    return svc, time.perf_counter() - t0
+
+
+def _libsvm_alpha(svc: SVC, N: int) -> np.ndarray:
+    """The dual variables of a fitted ``SVC`` on ``N`` rows: ``|dual_coef_|`` on the support, zero elsewhere."""
+    alpha = np.zeros(N)
+    alpha[svc.support_] = np.abs(_dense(svc.dual_coef_)[0])
+    return alpha
+
+
+def _timed_dsvm_fit(X, y, *, C: float, gamma: float, n_components: int, random_state: int, block_rows: int | None,
+                    warm_up: bool) -> tuple[NystroemSVC, float]:
+    """NystroemSVC fitted on ``X``, and the seconds the fit took; ``warm_up`` first fits an untimed copy."""
+    ds = NystroemSVC(C=C, gamma=gamma, n_components=n_components, random_state=random_state, block_rows=block_rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "only N distinct rows found" (a9a repeats rows)
+        if warm_up:  # the first fit sets up imports and thread pools, which no timed fit should include
+            copy.deepcopy(ds).fit(X, y)
+        t0 = time.perf_counter()
+        ds.fit(X, y)
+        return ds, time.perf_counter() - t0
+
+
+def _speed_ratios(slsqp_seconds: float, capped: bool, extrapolated: float | None, lib_s: float, ds_s: float) -> dict:
+    """The generic solver's time (its extrapolation where it was capped) over LIBSVM's and dsvm's, and theirs."""
+    generic = slsqp_seconds if not capped else (extrapolated or slsqp_seconds)
+    return {"generic_over_libsvm": generic / lib_s, "generic_over_dsvm": generic / ds_s, "libsvm_over_dsvm": lib_s / ds_s,
+            "ratios_are_lower_bounds": bool(capped and extrapolated is None)}
+
+
 def structure_benchmark(
     X, y, X_test, y_test, *, gamma: float, C: float = C_PAPER, sizes=(200, 800, 2000), k: int = 500,
     slsqp_cap_s: float = 300.0, random_state: int = 0, name: str = "", single_core: bool = True,
@@ -70,14 +118,14 @@ def structure_benchmark(
     y = np.asarray(y)
     classes = np.unique(y)
     order = np.random.default_rng(random_state).permutation(X.shape[0])
-    X_test_d = X_test.toarray() if hasattr(X_test, "toarray") else np.asarray(X_test)
+    X_test_d = _dense(X_test)
     yt = signed_labels(y_test, classes)
     rows, fit_pts = [], []
     for N in sizes:
         idx = np.sort(order[:N])
-        XN = X[idx]
-        XN_d = XN.toarray() if hasattr(XN, "toarray") else np.asarray(XN)
-        yN = signed_labels(y[idx], classes)
+        XN, labels = X[idx], y[idx]
+        XN_d = _dense(XN)
+        yN = signed_labels(labels, classes)
         t0 = time.perf_counter()
         K = kernel_matrix(XN_d, XN_d, spec)
         kernel_s = time.perf_counter() - t0
@@ -88,31 +136,15 @@ def structure_benchmark(
         def acc_of(alpha, b):
             return float(np.mean(np.where(K_test @ (alpha * yN) + b > 0, 1.0, -1.0) == yt))  # noqa: B023
 
-        extrapolated = None
-        if len(fit_pts) >= 2:
-            p = np.polyfit(np.log([a for a, _ in fit_pts]), np.log([t for _, t in fit_pts]), 1)
-            extrapolated = float(np.exp(np.polyval(p, np.log(N))))
+        extrapolated = _extrapolated_seconds(fit_pts, N)
         sl = slsqp_dual(K, yN, C, cap_s=slsqp_cap_s)
         sl_s = sl["seconds"] + kernel_s
         if not sl["capped"]:
             fit_pts.append((N, sl_s))
-        svc = SVC(kernel="rbf", C=C, gamma=gamma, cache_size=2000)
-        t0 = time.perf_counter()
-        svc.fit(XN, y[idx])
-        lib_s = time.perf_counter() - t0
-        alpha_lib = np.zeros(N)
-        dual_coef = svc.dual_coef_.toarray() if hasattr(svc.dual_coef_, "toarray") else svc.dual_coef_
-        alpha_lib[svc.support_] = np.abs(np.asarray(dual_coef)[0])
-        ds = NystroemSVC(C=C, gamma=gamma, n_components=min(k, N), random_state=random_state,
-                         block_rows=N if single_core else None)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "only N distinct rows found" (a9a repeats rows)
-            if not rows:  # warm-up (imports, thread pools), not timed
-                copy.deepcopy(ds).fit(XN, y[idx])
-            t0 = time.perf_counter()
-            ds.fit(XN, y[idx])
-            ds_s = time.perf_counter() - t0
-        kk = int(ds.components_.shape[0])
+        svc, lib_s = _timed_libsvm_fit(XN, labels, C=C, gamma=gamma)
+        alpha_lib = _libsvm_alpha(svc, N)
+        ds, ds_s = _timed_dsvm_fit(XN, labels, C=C, gamma=gamma, n_components=min(k, N), random_state=random_state,
+                                   block_rows=N if single_core else None, warm_up=not rows)
         row = {
             "N": int(N), "kernel_seconds": kernel_s,
             "slsqp_seconds": sl_s, "slsqp_capped": sl["capped"], "slsqp_iterations": sl["n_iter"],
@@ -124,13 +156,10 @@ def structure_benchmark(
             "dual_optimum": d_star,
             "libsvm_seconds": lib_s, "libsvm_rel_gap": (d_star - _dual_objective(alpha_lib, yN, K)) / abs(d_star),
             "libsvm_accuracy": float(np.mean(signed_labels(svc.predict(X_test), classes) == yt)),
-            "dsvm_seconds": ds_s, "dsvm_k": kk, "dsvm_accuracy": float(np.mean(signed_labels(ds.predict(X_test), classes) == yt)),
+            "dsvm_seconds": ds_s, "dsvm_k": int(ds.components_.shape[0]),
+            "dsvm_accuracy": float(np.mean(signed_labels(ds.predict(X_test), classes) == yt)),
+            **_speed_ratios(sl_s, sl["capped"], extrapolated, lib_s, ds_s),
         }
-        generic = row["slsqp_seconds"] if not sl["capped"] else (extrapolated or row["slsqp_seconds"])
-        row["generic_over_libsvm"] = generic / lib_s
-        row["generic_over_dsvm"] = generic / ds_s
-        row["libsvm_over_dsvm"] = lib_s / ds_s
-        row["ratios_are_lower_bounds"] = bool(sl["capped"] and extrapolated is None)
         rows.append(row)
         logger.info("structure N=%d: SLSQP %.2fs%s (gap %.1e), LIBSVM %.3fs (gap %.1e), dsvm %.3fs", N, sl_s,
                     " capped" if sl["capped"] else "", row["slsqp_rel_gap"], lib_s, row["libsvm_rel_gap"], ds_s)

@@ -87,6 +87,63 @@ def table4(name: str, fits: list, libsvm: dict, *, accuracy_tolerance: float = 0
     return out
 
 
+def _time_solvers(model, split: Split, y_tr, y_te, start: dict[str, int], *, C: float, budget_s: float,
+                  single_core: bool) -> tuple[dict, dict[str, int | None]]:
+    """One repetition of Table 3: each solver of ``start`` timed on the features of ``model``'s landmarks.
+
+    Each solver climbs its tolerance ladder from the index ``start`` gives it.
+    Returns the repetition's row and, per solver, the ladder index at which it
+    reached ``Φ*`` (None where it did not).
+    """
+    fmap = model.feature_map_
+    problem = LinearProblem(fmap.transform_block(split.X_train), y_tr, C, single_core)
+    F_test = fmap.transform_block(split.X_test).astype(np.float64)
+    phi_star = optimum(problem)
+    rep = {"seed": model.random_state, "k": int(fmap.n_components), "r": int(fmap.n_output),
+           "phi_star": phi_star, "solvers": {}}
+    reached_at = {}
+    for solver, first in start.items():
+        ladder = NEWTON_LADDER if solver == "LA-SN" else TOL_LADDER
+        res = time_to_objective(problem, solver, phi_star, ladder=ladder, start=first, budget_s=budget_s)
+        pred = np.where(F_test @ res["w"] + res["b"] > 0, 1.0, -1.0)
+        entry = {k: res[k] for k in ("seconds", "tol", "objective", "rel_gap", "reached", "n_iter", "converged",
+                                     "tried", "spent_seconds")}
+        entry["accuracy"] = float(np.mean(pred == y_te))
+        rep["solvers"][solver] = entry
+        reached_at[solver] = res["ladder_index"] if res["reached"] else None
+    # Φ* from the tight solve; if a solver went lower still, measure against that
+    best = min([phi_star] + [e["objective"] for e in rep["solvers"].values()])
+    if best < phi_star:
+        rep["phi_star"] = best
+        for e in rep["solvers"].values():
+            e["rel_gap"] = (e["objective"] - best) / abs(best)
+            e["reached"] = e["rel_gap"] <= REACH_RTOL
+    return rep, reached_at
+
+
+def _solver_summary(reps: list, solvers: tuple[str, ...]) -> dict:
+    """Per solver that ran: its times, accuracies and objectives over the repetitions, and its time over LA-SN's."""
+    by_solver = {}
+    for solver in solvers:
+        entries = [r["solvers"][solver] for r in reps if solver in r["solvers"]]
+        if not entries:
+            continue
+        by_solver[solver] = {
+            "seconds": summary([e["seconds"] for e in entries]),
+            "accuracy": summary([e["accuracy"] for e in entries]),
+            "objective": summary([e["objective"] for e in entries]),
+            "rel_gap_max": float(max(e["rel_gap"] for e in entries)),
+            "tols": sorted({e["tol"] for e in entries}, reverse=True),
+            "reached_all": all(e["reached"] for e in entries),
+            "n_runs": len(entries),
+        }
+    sn = by_solver["LA-SN"]["seconds"]["mean"]
+    for s in by_solver.values():
+        s["ratio_to_sn"] = s["seconds"]["mean"] / sn
+        s["ratio_to_sn_median"] = s["seconds"]["median"] / by_solver["LA-SN"]["seconds"]["median"]
+    return by_solver
+
+
 def table3(
     split: Split,
     fits: list,
@@ -107,60 +164,16 @@ def table3(
     """
     classes = fits[0][0].classes_
     y_tr, y_te = signed_labels(split.y_train, classes), signed_labels(split.y_test, classes)
-    start = {s: 0 for s in solvers}
-    skip: set[str] = set()
+    start = dict.fromkeys(solvers, 0)
     reps = []
     for model, _ in fits:
-        fmap = model.feature_map_
-        problem = LinearProblem(fmap.transform_block(split.X_train), y_tr, C, single_core)
-        F_test = fmap.transform_block(split.X_test).astype(np.float64)
-        phi_star = optimum(problem)
-        rep = {"seed": model.random_state, "k": int(fmap.n_components), "r": int(fmap.n_output),
-               "phi_star": phi_star, "solvers": {}}
-        for solver in solvers:
-            if solver in skip:
-                continue
-            ladder = NEWTON_LADDER if solver == "LA-SN" else TOL_LADDER
-            res = time_to_objective(problem, solver, phi_star, ladder=ladder, start=start[solver], budget_s=budget_s)
-            pred = np.where(F_test @ res["w"] + res["b"] > 0, 1.0, -1.0)
-            entry = {k: res[k] for k in ("seconds", "tol", "objective", "rel_gap", "reached", "n_iter", "converged",
-                                         "tried", "spent_seconds")}
-            entry["accuracy"] = float(np.mean(pred == y_te))
-            rep["solvers"][solver] = entry
-            if len(reps) == 0:
-                if res["reached"]:
-                    start[solver] = res["ladder_index"]
-                else:
-                    skip.add(solver)
-        # Φ* from the tight solve; if a solver went lower still, measure against that
-        best = min([phi_star] + [e["objective"] for e in rep["solvers"].values()])
-        if best < phi_star:
-            rep["phi_star"] = best
-            for e in rep["solvers"].values():
-                e["rel_gap"] = (e["objective"] - best) / abs(best)
-                e["reached"] = e["rel_gap"] <= REACH_RTOL
+        rep, reached_at = _time_solvers(model, split, y_tr, y_te, start, C=C, budget_s=budget_s,
+                                        single_core=single_core)
+        if not reps:  # later repetitions start where the first reached Φ*, and drop the solvers that did not
+            start = {solver: index for solver, index in reached_at.items() if index is not None}
         reps.append(rep)
         logger.info("%s rep seed=%s: %s", split.name, rep["seed"],
                     ", ".join(f"{s} {e['seconds']:.3f}s" for s, e in rep["solvers"].items()))
-        del problem, F_test
-    by_solver = {}
-    for solver in solvers:
-        entries = [r["solvers"][solver] for r in reps if solver in r["solvers"]]
-        if not entries:
-            continue
-        by_solver[solver] = {
-            "seconds": summary([e["seconds"] for e in entries]),
-            "accuracy": summary([e["accuracy"] for e in entries]),
-            "objective": summary([e["objective"] for e in entries]),
-            "rel_gap_max": float(max(e["rel_gap"] for e in entries)),
-            "tols": sorted({e["tol"] for e in entries}, reverse=True),
-            "reached_all": all(e["reached"] for e in entries),
-            "n_runs": len(entries),
-        }
-    sn = by_solver["LA-SN"]["seconds"]["mean"]
-    for s in by_solver.values():
-        s["ratio_to_sn"] = s["seconds"]["mean"] / sn
-        s["ratio_to_sn_median"] = s["seconds"]["median"] / by_solver["LA-SN"]["seconds"]["median"]
     return {"dataset": split.name, "n_train": int(split.X_train.shape[0]), "k": reps[0]["k"], "r": reps[0]["r"],
-            "C": C, "repeats": len(reps), "budget_s": budget_s, "single_core": single_core, "summary": by_solver,
-            "runs": reps}
+            "C": C, "repeats": len(reps), "budget_s": budget_s, "single_core": single_core,
+            "summary": _solver_summary(reps, solvers), "runs": reps}

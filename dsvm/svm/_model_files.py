@@ -91,6 +91,75 @@ def _decode_classes(arr: np.ndarray, kind: str) -> np.ndarray:
     return arr
 
 
+def _saved_params(model) -> dict:
+    """The estimator parameters a model file stores, as JSON values."""
+    params = model.get_params(deep=False)
+    # where a fit kept its checkpoint is not part of the model: a loaded model's refit must not write there
+    params.pop("checkpoint", None)
+    seed = params.get("random_state")
+    if isinstance(seed, np.integer):
+        params["random_state"] = int(seed)
+    elif seed is not None and not isinstance(seed, int):  # a RandomState: its state is not part of the model
+        del params["random_state"]
+    params["dtype"] = np.dtype(params["dtype"]).name
+    if params.get("scale") is None:  # a model without the step stays readable by versions without it
+        params.pop("scale", None)
+    if isinstance(params.get("class_weight"), dict):
+        params["class_weight"] = {"keys": list(params["class_weight"].keys()), "values": list(params["class_weight"].values())}
+    return params
+
+
+def _model_meta(model, classes_kind: str | None) -> dict:
+    """The metadata document of a model file (its ``__meta__`` member)."""
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "dsvm_version": __version__,
+        "estimator": type(model).__name__,
+        "params": _saved_params(model),
+        "kernel": model.feature_map_.spec.to_dict(),
+        "dtype": np.dtype(model.feature_map_.dtype).name,
+        "classes_kind": classes_kind,
+        "fitted": {
+            "n_features_in_": int(model.n_features_in_),
+            "zero_based_": getattr(model, "zero_based_", None),
+            "n_iter_": int(model.n_iter_),
+            "gamma_": float(model.gamma_),
+            "objective_": np.asarray(model.objective_).tolist(),
+            "solver_stats": {k: v for k, v in model.solver_stats_.items() if k not in ("problems", "calibration")},
+            "problems": [{k: v for k, v in p.items() if k != "history"} for p in model.solver_stats_["problems"]],
+        },
+    }
+    scaling = getattr(model, "scaling_", None)
+    if scaling is not None:
+        meta["fitted"]["scaling"] = {"kind": scaling.kind, "n_samples": scaling.n_samples, "center": scaling.center}
+    return meta
+
+
+def _model_arrays(model, classes: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The fitted arrays of a model file, by member name; the optional members only where the model has them."""
+    arrays = {
+        "components": model.components_,
+        "normalization": model.normalization_,
+        "eigenvalues": model.feature_map_.eigenvalues,
+        "coef": model.coef_,
+        "intercept": model.intercept_,
+    }
+    if classes is not None:
+        arrays["classes"] = classes
+    if model.component_indices_ is not None:
+        arrays["component_indices"] = np.asarray(model.component_indices_)
+    if hasattr(model, "probA_"):
+        arrays["probA"] = np.asarray(model.probA_, dtype=np.float64)
+        arrays["probB"] = np.asarray(model.probB_, dtype=np.float64)
+    if getattr(model, "feature_names_in_", None) is not None:
+        arrays["feature_names"] = np.asarray(model.feature_names_in_, dtype=str)
+    scaling = getattr(model, "scaling_", None)
+    if scaling is not None:
+        arrays.update({SCALING_MEMBERS[name]: values for name, values in scaling.primary_stats().items()})
+    return arrays
+
+
 def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     """Save a fitted dsvm estimator to ``path`` (``.npz``; no pickle).
 
@@ -131,63 +200,9 @@ def save_model(model, path: str | os.PathLike, overwrite: bool = False) -> Path:
     if type(model).__name__ not in ESTIMATORS:
         raise TypeError(f"save_model saves {' and '.join(ESTIMATORS)} models, got {type(model).__name__}")
     check_is_fitted(model)
-    spec = model.feature_map_.spec
     is_classifier = hasattr(model, "classes_")
     classes, classes_kind = _encode_classes(np.asarray(model.classes_)) if is_classifier else (None, None)
-    params = model.get_params(deep=False)
-    # where a fit kept its checkpoint is not part of the model: a loaded model's refit must not write there
-    params.pop("checkpoint", None)
-    seed = params.get("random_state")
-    if isinstance(seed, np.integer):
-        params["random_state"] = int(seed)
-    elif seed is not None and not isinstance(seed, int):  # a RandomState: its state is not part of the model
-        del params["random_state"]
-    params["dtype"] = np.dtype(params["dtype"]).name
-    if params.get("scale") is None:  # a model without the step stays readable by versions without it
-        params.pop("scale", None)
-    if isinstance(params.get("class_weight"), dict):
-        params["class_weight"] = {"keys": list(params["class_weight"].keys()), "values": list(params["class_weight"].values())}
-    meta = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "dsvm_version": __version__,
-        "estimator": type(model).__name__,
-        "params": params,
-        "kernel": spec.to_dict(),
-        "dtype": np.dtype(model.feature_map_.dtype).name,
-        "classes_kind": classes_kind,
-        "fitted": {
-            "n_features_in_": int(model.n_features_in_),
-            "zero_based_": getattr(model, "zero_based_", None),
-            "n_iter_": int(model.n_iter_),
-            "gamma_": float(model.gamma_),
-            "objective_": np.asarray(model.objective_).tolist(),
-            "solver_stats": {k: v for k, v in model.solver_stats_.items() if k not in ("problems", "calibration")},
-            "problems": [{k: v for k, v in p.items() if k != "history"} for p in model.solver_stats_["problems"]],
-        },
-    }
-    scaling = getattr(model, "scaling_", None)
-    if scaling is not None:
-        meta["fitted"]["scaling"] = {"kind": scaling.kind, "n_samples": scaling.n_samples, "center": scaling.center}
-    arrays = {
-        "__meta__": meta_array(meta),
-        "components": model.components_,
-        "normalization": model.normalization_,
-        "eigenvalues": model.feature_map_.eigenvalues,
-        "coef": model.coef_,
-        "intercept": model.intercept_,
-    }
-    if is_classifier:
-        arrays["classes"] = classes
-    if model.component_indices_ is not None:
-        arrays["component_indices"] = np.asarray(model.component_indices_)
-    if hasattr(model, "probA_"):
-        arrays["probA"] = np.asarray(model.probA_, dtype=np.float64)
-        arrays["probB"] = np.asarray(model.probB_, dtype=np.float64)
-    if getattr(model, "feature_names_in_", None) is not None:
-        arrays["feature_names"] = np.asarray(model.feature_names_in_, dtype=str)
-    if scaling is not None:
-        arrays.update({SCALING_MEMBERS[name]: values for name, values in scaling.primary_stats().items()})
+    arrays = {"__meta__": meta_array(_model_meta(model, classes_kind)), **_model_arrays(model, classes)}
     write_npz(path, arrays, overwrite=overwrite, what="model", expected_format=FORMAT)
     return Path(path)
 
@@ -197,43 +212,73 @@ def model_file_problem(path: str | os.PathLike) -> str | None:
     return npz_problem(Path(path), FORMAT)
 
 
-def _check_arrays(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> None:  # noqa: C901
-    """Every array present, of a float dtype, with consistent shapes and finite values."""
-    def bad(msg: str):
-        raise ModelFileError(f"{path}: inconsistent model arrays: {msg}")
+# the arrays every model file holds: the Nyström map and the linear model on its features
+REQUIRED_ARRAYS = ("components", "normalization", "eigenvalues", "coef", "intercept")
 
-    for name in ("components", "normalization", "eigenvalues", "coef", "intercept"):
+
+def _arrays_error(path: Path, msg: str) -> ModelFileError:
+    """The error for a model file whose arrays are missing or do not fit together."""
+    return ModelFileError(f"{path}: inconsistent model arrays: {msg}")
+
+
+def _check_arrays(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> None:
+    """Every array present, of a float dtype, with consistent shapes and finite values."""
+    _check_required_dtypes(path, a)
+    k = _check_required_shapes(path, a, n_problems, n_features_in)
+    _check_optional_arrays(path, a, n_problems, k)
+    _check_required_values(path, a)
+
+
+def _check_required_dtypes(path: Path, a: dict[str, np.ndarray]) -> None:
+    """Every required array present and of a floating-point dtype."""
+    for name in REQUIRED_ARRAYS:
         if name not in a:
-            bad(f"missing array {name!r}")
+            raise _arrays_error(path, f"missing array {name!r}")
         if a[name].dtype.kind != "f":
-            bad(f"array {name!r} has dtype {a[name].dtype}, expected floating point")
-    k, p = a["components"].shape if a["components"].ndim == 2 else bad("components must be 2-d")
+            raise _arrays_error(path, f"array {name!r} has dtype {a[name].dtype}, expected floating point")
+
+
+def _check_required_shapes(path: Path, a: dict[str, np.ndarray], n_problems: int, n_features_in: int) -> int:
+    """The required arrays' shapes agree with each other and with the metadata; returns k, the landmarks' count."""
+    if a["components"].ndim != 2:
+        raise _arrays_error(path, "components must be 2-d")
+    k, p = a["components"].shape
     if p != n_features_in:
-        bad(f"components have {p} columns but n_features_in_ is {n_features_in}")
+        raise _arrays_error(path, f"components have {p} columns but n_features_in_ is {n_features_in}")
     if a["normalization"].ndim != 2 or a["normalization"].shape[1] != k:
-        bad(f"normalization has shape {a['normalization'].shape}, expected (r, {k})")
+        raise _arrays_error(path, f"normalization has shape {a['normalization'].shape}, expected (r, {k})")
     r = a["normalization"].shape[0]
     if a["eigenvalues"].shape != (r,):
-        bad(f"eigenvalues have shape {a['eigenvalues'].shape}, expected ({r},)")
+        raise _arrays_error(path, f"eigenvalues have shape {a['eigenvalues'].shape}, expected ({r},)")
     m = n_problems
     if a["coef"].shape != (m, r):
-        bad(f"coef has shape {a['coef'].shape}, expected ({m}, {r})")
+        raise _arrays_error(path, f"coef has shape {a['coef'].shape}, expected ({m}, {r})")
     if a["intercept"].shape != (m,):
-        bad(f"intercept has shape {a['intercept'].shape}, expected ({m},)")
+        raise _arrays_error(path, f"intercept has shape {a['intercept'].shape}, expected ({m},)")
+    return k
+
+
+def _check_optional_arrays(path: Path, a: dict[str, np.ndarray], m: int, k: int) -> None:
+    """``component_indices`` (k integers) and ``probA``/``probB`` (together, m finite floats each), where present."""
     if "component_indices" in a and (a["component_indices"].shape != (k,)
                                      or a["component_indices"].dtype.kind not in "iu"):
-        bad(f"component_indices have shape {a['component_indices'].shape} and dtype "
-            f"{a['component_indices'].dtype}, expected ({k},) integers")
+        raise _arrays_error(path, f"component_indices have shape {a['component_indices'].shape} and dtype "
+                                  f"{a['component_indices'].dtype}, expected ({k},) integers")
     if ("probA" in a) != ("probB" in a):
-        bad("probA and probB must be stored together")
+        raise _arrays_error(path, "probA and probB must be stored together")
     for name in ("probA", "probB"):
         if name in a and (a[name].shape != (m,) or a[name].dtype.kind != "f" or not np.all(np.isfinite(a[name]))):
-            bad(f"{name} has shape {a[name].shape}, dtype {a[name].dtype} or non-finite values, expected ({m},) finite")
-    for name in ("components", "normalization", "eigenvalues", "coef", "intercept"):
+            raise _arrays_error(path, f"{name} has shape {a[name].shape}, dtype {a[name].dtype} or non-finite values, "
+                                      f"expected ({m},) finite")
+
+
+def _check_required_values(path: Path, a: dict[str, np.ndarray]) -> None:
+    """The required arrays finite and the eigenvalues positive."""
+    for name in REQUIRED_ARRAYS:
         if not np.all(np.isfinite(a[name])):
-            bad(f"array {name!r} holds NaN or infinity")
+            raise _arrays_error(path, f"array {name!r} holds NaN or infinity")
     if np.any(a["eigenvalues"] <= 0):
-        bad("eigenvalues must be positive (the Nyström map keeps only positive ones)")
+        raise _arrays_error(path, "eigenvalues must be positive (the Nyström map keeps only positive ones)")
 
 
 def _check_classes(path: Path, a: dict[str, np.ndarray], kind) -> np.ndarray:
@@ -260,43 +305,58 @@ def _count(x: Any, minimum: int) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= minimum
 
 
-def _check_meta(path: Path, meta: dict) -> None:  # noqa: C901
+def _meta_value(meta: dict, field: str) -> Any:
+    """The value of a dotted metadata field (``fitted.gamma_``), None where a level is missing or not a mapping."""
+    node: Any = meta
+    for part in field.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _meta_error(path: Path, meta: dict, field: str, expected: str) -> ModelFileError:
+    """The error for a metadata field of the wrong type, quoting (the start of) its value."""
+    value = repr(_meta_value(meta, field))
+    return ModelFileError(f"{path}: metadata field {field} is {value[:60]}, expected {expected}")
+
+
+def _check_meta(path: Path, meta: dict) -> None:
     """Every metadata field load_model uses has the type it must have (the JSON is the user's file)."""
-    def bad(field: str, expected: str):
-        value = repr(meta_value(field))
-        raise ModelFileError(f"{path}: metadata field {field} is {value[:60]}, expected {expected}")
-
-    def meta_value(field: str):
-        node: Any = meta
-        for part in field.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        return node
-
     if meta.get("estimator") not in ESTIMATORS:
         raise ModelFileError(f"{path}: estimator {meta.get('estimator')!r} is not supported by this dsvm version")
     for field in ("params", "kernel", "fitted"):
         if not isinstance(meta.get(field), dict):
-            bad(field, "a mapping")
+            raise _meta_error(path, meta, field, "a mapping")
     if not isinstance(meta.get("dtype"), str):
-        bad("dtype", "'float32' or 'float64'")
+        raise _meta_error(path, meta, "dtype", "'float32' or 'float64'")
+    _check_fitted_scalars(path, meta)
+    _check_fitted_problems(path, meta)
+    if not _count(meta["params"].get("n_components"), 1):
+        raise _meta_error(path, meta, "params.n_components", "a positive integer")
+
+
+def _check_fitted_scalars(path: Path, meta: dict) -> None:
+    """The fitted model's feature count, iteration count and kernel width."""
     fitted = meta["fitted"]
     if not _count(fitted.get("n_features_in_"), 1):
-        bad("fitted.n_features_in_", "a positive integer")
+        raise _meta_error(path, meta, "fitted.n_features_in_", "a positive integer")
     if not _count(fitted.get("n_iter_"), 0):
-        bad("fitted.n_iter_", "a non-negative integer")
+        raise _meta_error(path, meta, "fitted.n_iter_", "a non-negative integer")
     if not (_finite_number(fitted.get("gamma_")) and fitted["gamma_"] > 0):
-        bad("fitted.gamma_", "a positive finite number")
+        raise _meta_error(path, meta, "fitted.gamma_", "a positive finite number")
+
+
+def _check_fitted_problems(path: Path, meta: dict) -> None:
+    """The fitted model's binary problems, their objective values and the solver's statistics."""
+    fitted = meta["fitted"]
     problems = fitted.get("problems")
     if not (isinstance(problems, list) and problems and all(isinstance(p, dict) for p in problems)):
-        bad("fitted.problems", "a non-empty list of mappings")
+        raise _meta_error(path, meta, "fitted.problems", "a non-empty list of mappings")
     objective = fitted.get("objective_")
     if not (_finite_number(objective) or (isinstance(objective, list) and len(objective) == len(problems)
                                          and all(_finite_number(v) for v in objective))):
-        bad("fitted.objective_", "a finite number or one per problem")
+        raise _meta_error(path, meta, "fitted.objective_", "a finite number or one per problem")
     if not isinstance(fitted.get("solver_stats", {}), dict):
-        bad("fitted.solver_stats", "a mapping")
-    if not _count(meta["params"].get("n_components"), 1):
-        bad("params.n_components", "a positive integer")
+        raise _meta_error(path, meta, "fitted.solver_stats", "a mapping")
 
 
 def _model_params(path: Path, params: dict) -> dict:
