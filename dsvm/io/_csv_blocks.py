@@ -253,7 +253,32 @@ def canonical_label_texts(labels: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=str)[inverse] if out else labels
 
 
-def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int | None = None,  # noqa: C901
+def _label_problem(field: bytes, col: int, shown: str) -> str | None:
+    """What is wrong with a label field (any non-empty printable text, finite and exact if a number), or None."""
+    text = field.decode("utf-8", "replace")
+    if is_missing_text(text):
+        return f"a missing label {text!r} (field {col + 1}) in line {shown!r}"
+    if not text.isprintable():
+        return f"label {text!r} (field {col + 1}) holds control characters in line {shown!r}"
+    if is_number(field) and not np.isfinite(float(field)):
+        return f"label {text!r} (field {col + 1}) is not a finite number in line {shown!r}"
+    if is_number(field) and (problem := integer_text_problem(text)) is not None:
+        return f"{problem} (field {col + 1}) in line {shown!r}{INEXACT_HINT}"
+    return None
+
+
+def _feature_problem(field: bytes, col: int, shown: str, names: list[str] | None, label: int | None) -> str | None:
+    """What is wrong with a feature field (a finite decimal number), or None."""
+    text = field.decode("utf-8", "replace")
+    if not is_number(field):
+        what = "an empty field" if not field else f"cannot parse {text!r}"
+        return f"{what} (field {col + 1}){_named(names, col)} in line {shown!r}; " + _hint(names, col, label)
+    if not np.isfinite(float(field)):
+        return f"{text!r} (field {col + 1}) is not a finite number in line {shown!r}"
+    return None
+
+
+def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, label_column: int | None = None,
                      names: list[str] | None = None) -> tuple[int, str]:
     """1-based line and message of the first bad line of ``raw``.
 
@@ -271,23 +296,10 @@ def locate_csv_error(raw: bytes, delimiter: str, n_columns: int | None = None, l
             return lineno, f"expected {n_columns} fields, found {len(fields)} in line {shown!r}"
         label = None if label_column is None else _label_index(label_column, len(fields))
         for col, field in enumerate(fields):
-            text = field.decode("utf-8", "replace")
-            if col == label:
-                if is_missing_text(text):
-                    return lineno, f"a missing label {text!r} (field {col + 1}) in line {shown!r}"
-                if not text.isprintable():
-                    return lineno, f"label {text!r} (field {col + 1}) holds control characters in line {shown!r}"
-                if is_number(field) and not np.isfinite(float(field)):
-                    return lineno, f"label {text!r} (field {col + 1}) is not a finite number in line {shown!r}"
-                if is_number(field) and (problem := integer_text_problem(text)) is not None:
-                    return lineno, f"{problem} (field {col + 1}) in line {shown!r}{INEXACT_HINT}"
-                continue
-            if not is_number(field):
-                what = "an empty field" if not field else f"cannot parse {text!r}"
-                return lineno, f"{what} (field {col + 1}){_named(names, col)} in line {shown!r}; " + _hint(
-                    names, col, label)
-            if not np.isfinite(float(field)):
-                return lineno, f"{text!r} (field {col + 1}) is not a finite number in line {shown!r}"
+            problem = (_label_problem(field, col, shown) if col == label
+                       else _feature_problem(field, col, shown, names, label))
+            if problem is not None:
+                return lineno, problem
     return 1, "cannot parse this block"
 
 

@@ -504,7 +504,57 @@ def line_at(raw: bytes, pos: int) -> bytes:
     return raw[start : end if end >= 0 else len(raw)]
 
 
-def check_line(  # noqa: C901
+def _checked_label(label_tok: bytes, where: str) -> float:
+    """The label a line's first token holds, or a ``ValueError`` naming it."""
+    if not _NUMBER_RE.fullmatch(label_tok):
+        raise ValueError(f"cannot parse label {_short(label_tok)!r} {where}")
+    label = float(label_tok)
+    if not np.isfinite(label):
+        raise ValueError(f"label {_short(label_tok)!r} is not finite {where}")
+    problem = integer_text_problem(label_tok.decode("ascii"))
+    if problem is not None:
+        raise ValueError(f"{problem} {where}{INEXACT_HINT}")
+    return label
+
+
+def _checked_pair(tok: bytes, dtype: np.dtype, where: str) -> tuple[int, float]:
+    """``(index, value)`` of one ``index:value`` token, or a ``ValueError`` naming it."""
+    parts = tok.split(b":")
+    if len(parts) != 2 or not _INDEX_RE.fullmatch(parts[0]) or not _NUMBER_RE.fullmatch(parts[1]):
+        raise ValueError(f"cannot parse {_short(tok)!r} {where}")
+    if len(parts[0]) > 16:
+        raise ValueError(f"feature index {_short(parts[0])!r} is too large {where}")
+    index = int(parts[0])
+    if index > MAX_FEATURE_INDEX:
+        raise ValueError(f"feature index {index} is too large (at most {MAX_FEATURE_INDEX}, so that n_features "
+                         f"fits in 32 bits) {where}")
+    with np.errstate(over="ignore"):
+        value = float(parts[1])
+        stored = dtype.type(value)
+    if not (np.isfinite(value) and np.isfinite(stored)):
+        raise ValueError(f"value in {_short(tok)!r} is not finite in {dtype.name} {where}")
+    return index, value
+
+
+def _check_index(index: int, last: int, zero_based, n_features: int | None, where: str) -> None:
+    """Indices strictly increase and fit the index base and ``n_features``."""
+    if index <= last:
+        raise ValueError(
+            f"feature indices must be strictly increasing: {index} after {last} {where}"
+        )
+    if zero_based is False and index == 0:
+        raise ValueError(f"feature index 0 with one-based indices (zero_based=False) {where}")
+    if n_features is not None and zero_based in (True, False):
+        limit = n_features - 1 if zero_based else n_features
+        if index > limit:
+            base = "zero" if zero_based else "one"
+            raise ValueError(
+                f"feature index {index} is out of range for n_features={n_features} "
+                f"({base}-based indices) {where}"
+            )
+
+
+def check_line(
     line: bytes,
     *,
     dtype=np.float32,
@@ -518,53 +568,18 @@ def check_line(  # noqa: C901
     message naming the offending text.
     """
     dtype = np.dtype(dtype)
-    body = line.split(b"#", 1)[0]
-    tokens = body.split()
+    tokens = line.split(b"#", 1)[0].split()
     if not tokens:
         return None
     where = f"in line {_short(line)!r}"
-    label_tok = tokens[0]
-    if not _NUMBER_RE.fullmatch(label_tok):
-        raise ValueError(f"cannot parse label {_short(label_tok)!r} {where}")
-    label = float(label_tok)
-    if not np.isfinite(label):
-        raise ValueError(f"label {_short(label_tok)!r} is not finite {where}")
-    problem = integer_text_problem(label_tok.decode("ascii"))
-    if problem is not None:
-        raise ValueError(f"{problem} {where}{INEXACT_HINT}")
+    label = _checked_label(tokens[0], where)
     feats: list[tuple[int, float]] = []
     last = -1
     for tok in tokens[1:]:
         if tok.startswith(b"qid:"):
             continue
-        parts = tok.split(b":")
-        if len(parts) != 2 or not _INDEX_RE.fullmatch(parts[0]) or not _NUMBER_RE.fullmatch(parts[1]):
-            raise ValueError(f"cannot parse {_short(tok)!r} {where}")
-        if len(parts[0]) > 16:
-            raise ValueError(f"feature index {_short(parts[0])!r} is too large {where}")
-        index = int(parts[0])
-        if index > MAX_FEATURE_INDEX:
-            raise ValueError(f"feature index {index} is too large (at most {MAX_FEATURE_INDEX}, so that n_features "
-                             f"fits in 32 bits) {where}")
-        with np.errstate(over="ignore"):
-            value = float(parts[1])
-            stored = dtype.type(value)
-        if not (np.isfinite(value) and np.isfinite(stored)):
-            raise ValueError(f"value in {_short(tok)!r} is not finite in {dtype.name} {where}")
-        if index <= last:
-            raise ValueError(
-                f"feature indices must be strictly increasing: {index} after {last} {where}"
-            )
-        if zero_based is False and index == 0:
-            raise ValueError(f"feature index 0 with one-based indices (zero_based=False) {where}")
-        if n_features is not None and zero_based in (True, False):
-            limit = n_features - 1 if zero_based else n_features
-            if index > limit:
-                base = "zero" if zero_based else "one"
-                raise ValueError(
-                    f"feature index {index} is out of range for n_features={n_features} "
-                    f"({base}-based indices) {where}"
-                )
+        index, value = _checked_pair(tok, dtype, where)
+        _check_index(index, last, zero_based, n_features, where)
         last = index
         feats.append((index, value))
     return label, feats
