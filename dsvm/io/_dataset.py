@@ -355,6 +355,30 @@ def _check_array(path, arr, name, shape, chunks, dtype=None):
         raise InvalidDatasetError(f"{path}: array {name!r} has dtype {arr.dtype}, expected {dtype}")
 
 
+def _check_sparse_x(group, path: str, attrs: dict) -> np.ndarray:
+    """Check a sparse dataset's ``X`` group against its attributes; its non-zeros per chunk."""
+    n_chunks, rows = attrs["n_chunks"], attrs["chunk_rows"]
+    xg = _member(group, path, "X", "group")
+    if xg.attrs.get("layout") != SPARSE_LAYOUT:
+        raise InvalidDatasetError(f"{path}: group 'X' has layout {xg.attrs.get('layout')!r}, expected {SPARSE_LAYOUT!r}")
+    counts = _member(xg, path, "chunk_nnz", "array")
+    _check_array(path, counts, "X/chunk_nnz", (n_chunks,), None)
+    chunk_nnz = np.asarray(counts[:], dtype=np.int64)
+    if (chunk_nnz < 0).any() or int(chunk_nnz.sum()) != attrs["nnz"]:
+        raise InvalidDatasetError(
+            f"{path}: X/chunk_nnz does not add up to nnz={attrs['nnz']} (the store is damaged)"
+        )
+    width = max(1, int(chunk_nnz.max()) if n_chunks else 1)
+    indptr = _member(xg, path, "indptr", "array")
+    _check_array(path, indptr, "X/indptr", (n_chunks, rows + 1), (1, rows + 1), np.int64)
+    for name in ("indices", "data"):
+        arr = _member(xg, path, name, "array")
+        _check_array(path, arr, f"X/{name}", (n_chunks, width), (1, width))
+    if np.dtype(xg["data"].dtype) != np.dtype(attrs["dtype"]):
+        raise InvalidDatasetError(f"{path}: X/data has dtype {xg['data'].dtype}, expected {attrs['dtype']}")
+    return chunk_nnz
+
+
 def open_dataset(path: str | Path) -> Dataset:
     """Open a dataset written by :func:`dsvm.io.ingest` (or :func:`write_dataset`).
 
@@ -402,27 +426,8 @@ def open_dataset(path: str | Path) -> Dataset:
 
     y_arr = _member(group, path, "y", "array")
     _check_array(path, y_arr, "y", (n,), (rows,), attrs["y_dtype"])
-    chunk_nnz = None
-    if attrs["sparse"]:
-        xg = _member(group, path, "X", "group")
-        if xg.attrs.get("layout") != SPARSE_LAYOUT:
-            raise InvalidDatasetError(f"{path}: group 'X' has layout {xg.attrs.get('layout')!r}, expected {SPARSE_LAYOUT!r}")
-        counts = _member(xg, path, "chunk_nnz", "array")
-        _check_array(path, counts, "X/chunk_nnz", (n_chunks,), None)
-        chunk_nnz = np.asarray(counts[:], dtype=np.int64)
-        if (chunk_nnz < 0).any() or int(chunk_nnz.sum()) != attrs["nnz"]:
-            raise InvalidDatasetError(
-                f"{path}: X/chunk_nnz does not add up to nnz={attrs['nnz']} (the store is damaged)"
-            )
-        width = max(1, int(chunk_nnz.max()) if n_chunks else 1)
-        indptr = _member(xg, path, "indptr", "array")
-        _check_array(path, indptr, "X/indptr", (n_chunks, rows + 1), (1, rows + 1), np.int64)
-        for name in ("indices", "data"):
-            arr = _member(xg, path, name, "array")
-            _check_array(path, arr, f"X/{name}", (n_chunks, width), (1, width))
-        if np.dtype(xg["data"].dtype) != np.dtype(attrs["dtype"]):
-            raise InvalidDatasetError(f"{path}: X/data has dtype {xg['data'].dtype}, expected {attrs['dtype']}")
-    else:
+    chunk_nnz = _check_sparse_x(group, path, attrs) if attrs["sparse"] else None
+    if not attrs["sparse"]:
         x_arr = _member(group, path, "X", "array")
         _check_array(path, x_arr, "X", (n, p), (rows, max(p, 1)), attrs["dtype"])
 
