@@ -101,6 +101,20 @@ def _stop_reason(f: float, gnorm: float, g_tol: float, actred: float, prered: fl
     return None
 
 
+def _step(op, x, g, reg, delta: float, cg_rtol: float, cg_max_iter: int, it: int, label: str):
+    """The trust-region step by Steihaug's CG: ``(s, gᵀs, predicted reduction, CG steps)``."""
+
+    def hvp(v):
+        return reg * v + op.hess_vec(x, v)
+
+    s, r, cg_steps, _ = _steihaug_cg(hvp, g, delta, cg_rtol, cg_max_iter)
+    check_matrix(s, what="trust-region step (from Hessian-vector products)", method="tron", it=it, label=label)
+    if not op.fit_intercept:
+        s[-1] = 0.0
+    gs = float(g @ s)
+    return s, gs, -0.5 * (gs - float(s @ r)), cg_steps
+
+
 def _trial(op, x, s, reg, it: int, label: str):
     """``(x + s, Φ(x + s), its pass)``; a loss that overflows on a step too long is ``+inf`` (the step is then
     rejected and the region shrinks), while NaN is an error (it never comes from a long step of a finite problem)."""
@@ -151,16 +165,7 @@ def trust_region_newton(
         if gnorm <= tol * g_ref:
             converged, stop_reason, it = True, "tol", it - 1
             break
-
-        def hvp(v, x=x):
-            return reg * v + op.hess_vec(x, v)
-
-        s, r, cg_steps, _ = _steihaug_cg(hvp, g, delta, cg_rtol, cg_max_iter)
-        check_matrix(s, what="trust-region step (from Hessian-vector products)", method="tron", it=it, label=label)
-        if not op.fit_intercept:
-            s[-1] = 0.0
-        gs = float(g @ s)
-        prered = -0.5 * (gs - float(s @ r))
+        s, gs, prered, cg_steps = _step(op, x, g, reg, delta, cg_rtol, cg_max_iter, it, label)
         x_new, f_new, res_new = _trial(op, x, s, reg, it, label)
         actred = f - f_new
         snorm = float(np.linalg.norm(s))
