@@ -1,7 +1,8 @@
-"""Lint step of .ci/run: ruff with the rules in pyproject.toml, then two baselines that may only shrink.
+"""Lint step of .ci/run: ruff with the rules in pyproject.toml, then three baselines that may only shrink.
 
-Functions over complexity 12 carry ``# noqa: C901`` and functions over 80 lines are listed by name; the
-step fails when either count exceeds its baseline below.  Lower a baseline when a change removes one.
+Functions over complexity 12 carry ``# noqa: C901``; functions over 80 lines, and over 60 lines (each with
+a comment above it saying why), are listed by name; the step fails when a count exceeds its baseline below.
+Lower a baseline when a change removes one.
 A function's length is its lines without its docstring: a reader holds the code, and a numpydoc
 docstring with an Examples section (which every public name has) should not count against it.
 """
@@ -15,8 +16,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = ["dsvm", "tests", "benchmarks", "docs"]
-MAX_COMPLEX_NOQA = 16   # functions of complexity > 12 (each marked `# noqa: C901`)
-MAX_OVER_80_LINES = 7  # functions longer than 80 lines (docstring excluded) in dsvm/
+MAX_COMPLEX_NOQA = 2   # functions of complexity > 12 (each marked `# noqa: C901`)
+MAX_OVER_80_LINES = 0  # functions longer than 80 lines (docstring excluded) in dsvm/
+MAX_OVER_60_LINES = 2  # functions longer than 60 lines in dsvm/, each with a comment above it saying why
 
 
 def long_functions(package: Path, limit: int) -> list[str]:
@@ -39,12 +41,17 @@ def main() -> int:
     over_80 = long_functions(ROOT / "dsvm", 80)
     over_60 = long_functions(ROOT / "dsvm", 60)
     print(f"lint: {complex_noqa} functions over complexity 12 (baseline {MAX_COMPLEX_NOQA}), "
-          f"{len(over_80)} over 80 lines (baseline {MAX_OVER_80_LINES}), {len(over_60)} over 60 lines")
+          f"{len(over_80)} over 80 lines (baseline {MAX_OVER_80_LINES}), {len(over_60)} over 60 lines "
+          f"(baseline {MAX_OVER_60_LINES})")
     if complex_noqa > MAX_COMPLEX_NOQA:
         print("lint: more `# noqa: C901` than the baseline: split the new complex function")
         rc = rc or 1
     if len(over_80) > MAX_OVER_80_LINES:
         print("lint: more functions over 80 lines than the baseline:\n  " + "\n  ".join(over_80))
+        rc = rc or 1
+    if len(over_60) > MAX_OVER_60_LINES:
+        print("lint: more functions over 60 lines than the baseline (split one, or say why above it):\n  "
+              + "\n  ".join(over_60))
         rc = rc or 1
     return rc
 
