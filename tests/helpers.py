@@ -93,6 +93,56 @@ def feature_blocks(X, fmap, *, check_finite: bool = True, store: str = "memory")
     return FeatureStore(X, fmap, store, check_finite=check_finite).features
 
 
+# Decision values of a float32 model against the explicit float64 ``F coefᵀ``: float32 rounding of the kernel
+# values, of the Nyström map and of the sums over the landmarks, relative to the sum of the terms' magnitudes
+# (``explicit_decisions``'s scale); a few eps32 of it on the tests' problems, 32 leaves a margin.
+FLOAT32_DECISION_TOL = 32 * float(np.finfo(np.float32).eps)
+FLOAT64_DECISION_TOL = 32 * float(np.finfo(np.float64).eps)
+
+
+def explicit_decisions(X, fmap, coef, intercept, scaling=None):
+    """``F coefᵀ + intercept`` the long way, in float64, from scikit-learn's kernels (an oracle independent of
+    dsvm's kernel code): ``F = K(X, L) normalizationᵀ``; and per value its scale ``|K| |normalizationᵀ| |coefᵀ|``
+    (what rounding errors are relative to).  ``scaling``: a fitted Scaling applied to ``X`` first."""
+    import scipy.sparse as sp
+    from sklearn.metrics.pairwise import pairwise_kernels
+
+    if scaling is not None:
+        X = scaling.transform_block(X)
+    X = X.astype(np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    spec = fmap.spec
+    params = {"rbf": {"gamma": spec.gamma}, "linear": {}, "sigmoid": {"gamma": spec.gamma, "coef0": spec.coef0},
+              "poly": {"gamma": spec.gamma, "degree": spec.degree, "coef0": spec.coef0}}[spec.name]
+    K = pairwise_kernels(X, fmap.components, metric=spec.name, **params)
+    M = fmap.normalization.T
+    coef = np.asarray(coef, dtype=np.float64)
+    return (K @ M) @ coef.T + intercept, (np.abs(K) @ np.abs(M)) @ np.abs(coef.T)
+
+
+def assert_same_decisions(dec, expected, scale, tol: float) -> None:
+    """Decision values within ``tol`` times their scale of the expected ones (both (n, n_problems))."""
+    dec = np.asarray(dec, dtype=np.float64).reshape(expected.shape)
+    err = np.abs(dec - expected) / np.maximum(scale, np.finfo(np.float64).tiny)
+    assert np.all(err <= tol), f"largest error {err.max():.3g} of the scale, allowed {tol:.3g}"
+
+
+def assert_same_labels(codes, expected, scale, tol: float) -> None:
+    """The class indices ``codes`` predict are those of the decision values ``expected`` (n, n_problems), except on
+    rows whose decision is within ``tol`` times its scale of a tie (0 for one problem; the two largest values for
+    several)."""
+    from dsvm.problems import predicted_codes
+
+    codes, want = np.asarray(codes), predicted_codes(expected)
+    margin = tol * scale
+    if expected.shape[1] == 1:
+        near_tie = np.abs(expected[:, 0]) <= margin[:, 0]
+    else:
+        top2 = np.sort(expected, axis=1)[:, -2:]
+        near_tie = top2[:, 1] - top2[:, 0] <= 2 * margin.max(axis=1)
+    differ = codes != want
+    assert not np.any(differ & ~near_tie), f"{int(np.sum(differ & ~near_tie))} labels differ away from a tie"
+
+
 def sqhinge_objective_dense(F: np.ndarray, y: np.ndarray, c: np.ndarray, w: np.ndarray, b: float) -> float:
     """Primal squared-hinge objective in float64 (dense; y in ±1)."""
     m = np.asarray(F, dtype=np.float64) @ np.asarray(w, dtype=np.float64) + b

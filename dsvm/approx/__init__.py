@@ -23,13 +23,20 @@ from ._landmarks import (
     select_landmarks,
     warn_if_few_distinct,
 )
-from ._nystroem import FeatureMap, check_features, default_eig_rtol, fit_feature_map, nystroem_normalization
+from ._nystroem import (
+    FeatureMap,
+    check_expansion,
+    check_features,
+    default_eig_rtol,
+    fit_feature_map,
+    nystroem_normalization,
+)
 from ._scaling import SCALINGS, Scaling, check_scale, fit_scaling
 
 __all__ = [
     "FeatureMap", "KernelColumnsMap", "KernelSpec", "Landmarks", "ProjectedMap", "SCALINGS", "Scaling",
-    "check_dense_landmarks", "check_features", "check_kernel_params", "check_scale", "clip_n_components",
-    "default_eig_rtol", "dense_rows", "first_unique", "fit_feature_map", "fit_scaling", "gamma_for",
-    "kernel_matrix", "make_kernel_spec", "nystroem_normalization", "prepare_landmarks", "resolve_gamma",
-    "select_landmarks", "warn_if_few_distinct",
+    "check_dense_landmarks", "check_expansion", "check_features", "check_kernel_params", "check_scale",
+    "clip_n_components", "default_eig_rtol", "dense_rows", "first_unique", "fit_feature_map", "fit_scaling",
+    "gamma_for", "kernel_matrix", "make_kernel_spec", "nystroem_normalization", "prepare_landmarks",
+    "resolve_gamma", "select_landmarks", "warn_if_few_distinct",
 ]

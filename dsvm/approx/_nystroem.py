@@ -16,6 +16,14 @@ Following scikit-learn's ``Nystroem`` the stored attribute is
 ``normalization = Mᵀ`` of shape ``(r, k)`` and the features are
 ``K(X, components) @ normalization.T`` for both maps.
 
+A linear model on the features predicts ``F coefᵀ = K(X, L) (M coefᵀ)``:
+:meth:`FeatureMap.expansion` folds its coefficients into one vector per
+problem over the landmarks, ``α = M coefᵀ`` (float64, ``k x n_problems``, as
+FALKON keeps its coefficients), and :class:`KernelExpansion` computes
+``K(X, L) α`` slab by slab with the same fused kernel slabs: prediction costs
+the kernel block and a product with ``n_problems`` columns, not the
+``2 n k r`` flops of the projection.
+
 Pure numpy: the block function :meth:`FeatureMap.transform_block` is what the
 Dask layer maps over row blocks.  It runs slab by slab (:func:`slab_rows`
 rows at a time): the kernel slab, computed by one GEMM and two in-place
@@ -189,6 +197,7 @@ class FeatureMap:
     eigenvalues: np.ndarray
     dtype: np.dtype = np.dtype(np.float32)
     _ready_arrays: tuple | None = field(default=None, repr=False, compare=False)
+    _expansion: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_components(self) -> int:
@@ -235,33 +244,129 @@ class FeatureMap:
         map's dtype) and is returned: a feature store hands its write buffer.
         """
         prep, M, trmm = self._ready()
-        n = X_block.shape[0]
-        shape = (n, self.n_output)
+        shape = (X_block.shape[0], self.n_output)
         if out is None:
             out = np.empty(shape, dtype=self.dtype)
         elif out.shape != shape or out.dtype != self.dtype or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous {self.dtype} array of shape {shape}, "
                              f"got {out.dtype} {out.shape}")
-        if n == 0:
-            return out
-        if sp.issparse(X_block) and X_block.shape[1] > kernels.DENSIFY_MAX_FEATURES:
-            _project(kernel_block(X_block, prep), M, trmm, out)  # the CSR kernel: never densified
-            return out
-        slab = np.empty((slab_rows(M.shape[0], out.itemsize), M.shape[0]), dtype=self.dtype)
-        if not sp.issparse(X_block):
-            _fused_transform(X_block, prep, M, trmm, slab, out)
-            return out
-        Xs = X_block.tocsr()
-        step = kernels.DENSIFY_SLAB_ROWS
-        for s in range(0, n, step):
-            _fused_transform(Xs[s : s + step].toarray(), prep, M, trmm, slab, out[s : s + step])
-        return out
+        return _kernel_times(X_block, prep, M, trmm, out)
+
+    def expansion(self, coef: np.ndarray) -> KernelExpansion:
+        """The linear model ``coef`` on this map's features, folded into the landmarks.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (n_problems, r)
+            One row of feature coefficients per problem.
+
+        Returns
+        -------
+        KernelExpansion
+            ``K(X, components) α`` with ``α = normalizationᵀ coefᵀ`` (float64), which is ``F(X) coefᵀ``
+            in exact arithmetic.  Kept for the next call with equal coefficients (the map's
+            ``normalization`` does not change once fitted).
+        """
+        coef = np.asarray(coef, dtype=np.float64)
+        kept = self._expansion
+        if kept is not None and kept[0].shape == coef.shape and np.array_equal(kept[0], coef):
+            return kept[1]
+        if coef.ndim != 2 or coef.shape[1] != self.n_output:
+            raise ValueError(f"coef must have shape (n_problems, {self.n_output}), got {coef.shape}")
+        expansion = KernelExpansion(spec=self.spec, components=self.components,
+                                    alpha=self.normalization.T @ coef.T, dtype=self.dtype)
+        self._expansion = (coef.copy(), expansion)  # one assignment: several threads may call this at once
+        return expansion
 
     def __getstate__(self):
         # Ship only the defining arrays; workers rebuild the cast copies lazily.
         state = dict(self.__dict__)
         state["_ready_arrays"] = None
+        state["_expansion"] = None
         return state
+
+
+@dataclass
+class KernelExpansion:
+    """A linear model on Nyström features folded into the landmarks: ``K(X, components) @ alpha``.
+
+    With ``F = K(X, L) M`` the decision values ``F coefᵀ`` are ``K(X, L) α``,
+    ``α = M coefᵀ``: one vector over the landmarks per problem, as FALKON keeps
+    its coefficients.  Built by :meth:`FeatureMap.expansion`; it pickles as the
+    landmarks and ``α`` only (what a Dask prediction ships to its workers).
+
+    Attributes
+    ----------
+    spec : KernelSpec
+    components : ndarray (k, p), float64 — the landmarks
+    alpha : ndarray (k, n_problems), float64
+    dtype : numpy dtype of the kernel values and of their product with ``alpha``
+        (the feature map's: float32 by default)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dsvm import KernelSpec, fit_feature_map
+    >>> landmarks = np.random.RandomState(0).normal(size=(20, 3))
+    >>> feature_map = fit_feature_map(landmarks, KernelSpec("rbf", gamma=0.5), dtype=np.float64)
+    >>> coef = np.random.RandomState(1).normal(size=(2, feature_map.n_output))
+    >>> X = np.random.RandomState(2).normal(size=(5, 3))
+    >>> values = feature_map.expansion(coef).product_block(X)
+    >>> values.shape, bool(np.allclose(values, feature_map.transform_block(X) @ coef.T))
+    ((5, 2), True)
+    """
+
+    spec: KernelSpec
+    components: np.ndarray
+    alpha: np.ndarray
+    dtype: np.dtype = np.dtype(np.float32)
+    _ready_arrays: tuple | None = field(default=None, repr=False, compare=False)
+
+    def _ready(self) -> tuple[PreparedLandmarks, np.ndarray]:
+        """``(prepared landmarks, alpha in the kernel values' dtype)``, built once (one assignment: thread-safe)."""
+        ready = self._ready_arrays
+        if ready is None:
+            with np.errstate(over="ignore"):  # an alpha beyond the dtype's range is named with the row it spoils
+                alpha = np.ascontiguousarray(self.alpha, dtype=self.dtype)
+            ready = (prepare_landmarks(self.components, self.spec, self.dtype), alpha)
+            self._ready_arrays = ready
+        return ready
+
+    def kernel_block(self, X_block) -> np.ndarray:
+        """The kernel values ``K(X_block, components)`` in ``dtype``."""
+        return kernel_block(X_block, self._ready()[0])
+
+    def product_block(self, X_block) -> np.ndarray:
+        """``K(X_block, components) @ alpha`` of one row block (dense or CSR), shape ``(n_block, n_problems)``,
+        in ``dtype``: kernel slabs as :meth:`FeatureMap.transform_block` computes them, each multiplied by
+        ``alpha`` while in the CPU cache."""
+        prep, alpha = self._ready()
+        out = np.empty((X_block.shape[0], alpha.shape[1]), dtype=self.dtype)
+        return _kernel_times(X_block, prep, alpha, None, out)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_ready_arrays"] = None
+        return state
+
+
+def _kernel_times(X_block, prep: PreparedLandmarks, M: np.ndarray, trmm, out: np.ndarray) -> np.ndarray:
+    """``out = K(X_block, landmarks) M`` for a dense or CSR block, slab by slab; returns ``out``."""
+    n = X_block.shape[0]
+    if n == 0:
+        return out
+    if sp.issparse(X_block) and X_block.shape[1] > kernels.DENSIFY_MAX_FEATURES:
+        _project(kernel_block(X_block, prep), M, trmm, out)  # the CSR kernel: never densified
+        return out
+    slab = np.empty((slab_rows(M.shape[0], out.itemsize), M.shape[0]), dtype=out.dtype)
+    if not sp.issparse(X_block):
+        _fused_transform(X_block, prep, M, trmm, slab, out)
+        return out
+    Xs = X_block.tocsr()
+    step = kernels.DENSIFY_SLAB_ROWS
+    for s in range(0, n, step):
+        _fused_transform(Xs[s : s + step].toarray(), prep, M, trmm, slab, out[s : s + step])
+    return out
 
 
 def _project(K: np.ndarray, M: np.ndarray, trmm, out: np.ndarray) -> None:
@@ -403,12 +508,46 @@ def check_features(F: np.ndarray, X_block, fmap, offset: int = 0) -> None:
     if not isinstance(fmap, FeatureMap):
         raise NonFiniteError(f"the features of row {row} hold NaN or infinity in {dtype.name} (the row's largest "
                              f"|value| is {size:.3g}); scale the features or use dtype='float64'")
-    spec = fmap.spec
     with np.errstate(over="ignore", invalid="ignore"):
         K = fmap.kernel_block(rows)
-    where = (f"{_kernel_words(spec)} overflows {dtype.name} on it" if not all_finite(K)
+    where = (f"{_kernel_words(fmap.spec)} overflows {dtype.name} on it" if not all_finite(K)
              else f"the Nyström map turns its finite kernel values into NaN or infinity in {dtype.name}")
+    raise NonFiniteError(_row_message("features", row, size, fmap, where))
+
+
+def _row_message(what: str, row: int, size: float, kernel, where: str) -> str:
+    """``what`` of input row ``row`` (largest |value| ``size``) hold NaN or infinity, ``where`` it arose, and the
+    remedies, for a :class:`FeatureMap` or :class:`KernelExpansion` ``kernel``."""
+    return (f"the {what} of row {row} hold NaN or infinity (the largest |value| of the row is {size:.3g}, of the "
+            f"landmarks {_largest(kernel.components):.3g}): {where}; {_remedies(kernel.spec, kernel.dtype)}")
+
+
+def check_expansion(values: np.ndarray, X_block, expansion: KernelExpansion, offset: int = 0) -> None:
+    """Refuse decision values ``K(X, L) α`` that hold NaN or infinity, naming the first such row and where it arose.
+
+    ``values`` are :meth:`KernelExpansion.product_block` of the input rows ``X_block`` (finite: checked before),
+    the first of which is row ``offset``.  A non-finite kernel value makes its row's product non-finite, so
+    checking the product checks both; the message says whether the kernel values of that row overflow the
+    expansion's dtype or their product with ``α`` does (only a failing block pays for that diagnosis).
+
+    Raises
+    ------
+    NonFiniteError
+    """
+    if all_finite(values):
+        return
+    first = first_non_finite_row(values)
+    row = offset + first
+    dtype = np.dtype(expansion.dtype)
+    rows = X_block[first : first + 1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = expansion.kernel_block(rows)
+    if not all_finite(K):
+        size = _largest(rows.data if sp.issparse(rows) else rows)
+        where = f"{_kernel_words(expansion.spec)} overflows {dtype.name} on it"
+        raise NonFiniteError(_row_message("kernel values", row, size, expansion, where))
     raise NonFiniteError(
-        f"the features of row {row} hold NaN or infinity (the largest |value| of the row is {size:.3g}, of the "
-        f"landmarks {_largest(fmap.components):.3g}): {where}; {_remedies(spec, dtype)}"
+        f"the decision values of row {row} hold NaN or infinity: its kernel values times the model's coefficients "
+        f"on the landmarks (M coefᵀ, largest |value| {_largest(expansion.alpha):.3g}) overflow {dtype.name}; "
+        "predict with a model of dtype='float64' or scale the features"
     )

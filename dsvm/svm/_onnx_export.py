@@ -10,12 +10,17 @@ distance expanded around the landmarks' mean (one GEMM, as dsvm does),
 ``tanh(gamma <x, c> + coef0)``, ``linear`` ``<x, c>``; then the product with
 ``normalization_.T``.  A kernel other than these is refused.
 
-The linear part is written here, in the graph's element type, as dsvm
-computes it (skl2onnx's ``LinearClassifier`` has no float64 form and names
-its decision values ``probabilities``): ``decision = F @ coef_.T + intercept_``,
-the label by dsvm's rule (:func:`dsvm.problems.predicted_codes`: above 0 with
-one column, else the first largest) looked up in ``classes_``, and the
-probabilities by the model's Platt sigmoids (:func:`dsvm.svm.platt_log_proba`).
+The graph predicts as dsvm does, through the coefficients folded into the
+landmarks (:meth:`dsvm.approx.FeatureMap.expansion`): the ``Nystroem`` handed
+to skl2onnx carries ``α = normalization_.T @ coef_.T`` as its
+``normalization_`` (transposed), so its output is ``K(X, L) α``, one column per
+problem, and the graph never forms the ``n x r`` features.  The rest is
+written here, in the graph's element type, as dsvm computes it (skl2onnx's
+``LinearClassifier`` has no float64 form and names its decision values
+``probabilities``): ``decision = K(X, L) α + intercept_``, the label by
+dsvm's rule (:func:`dsvm.problems.predicted_codes`: above 0 with one column,
+else the first largest) looked up in ``classes_``, and the probabilities by
+the model's Platt sigmoids (:func:`dsvm.svm.platt_log_proba`).
 
 The graph takes one input ``X`` (float32 by default, float64 with
 ``dtype="float64"``) of shape ``(n, n_features_in_)``.  A classifier gives
@@ -47,7 +52,7 @@ ONNX_MARKER = ("dsvm_format", "dsvm-onnx")
 MAX_ONNX_BYTES = 2**31  # protobuf's limit
 #: the element types the graph can compute in
 ONNX_DTYPES = ("float32", "float64")
-_FEATURES = "dsvm_features"  # the Nystroem features inside the graph
+_PRODUCT = "dsvm_kernel_alpha"  # K(X, L) α inside the graph
 
 
 def _skl2onnx():
@@ -193,28 +198,36 @@ def _rename(graph, old: str, new: str) -> None:
 
 def _take_names(graph, names: set[str]) -> None:
     """Free ``names`` in ``graph`` (skl2onnx names values ``variable``, ``variable1``, ...) and call its one
-    output, the Nystroem features, :data:`_FEATURES`."""
+    output, ``K(X, L) α``, :data:`_PRODUCT`."""
     used = {value.name for value in [*graph.initializer, *graph.input, *graph.output]}
     used |= {name for node in graph.node for name in [*node.input, *node.output]}
-    for name in sorted((names | {_FEATURES}) & used):
+    for name in sorted((names | {_PRODUCT}) & used):
         fresh = next(f"{name}_{i}" for i in range(1, len(used) + 2) if f"{name}_{i}" not in used | names)
         _rename(graph, name, fresh)
         used.add(fresh)
-    _rename(graph, graph.output[0].name, _FEATURES)
+    _rename(graph, graph.output[0].name, _PRODUCT)
+
+
+def _folded_steps(model) -> list:
+    """The steps of :func:`dsvm.svm._export.to_sklearn`'s pipeline up to its ``Nystroem``, whose
+    ``normalization_`` becomes ``αᵀ`` (``α = normalization_.T @ coef_.T``): its output is ``K(X, L) α``."""
+    steps = to_sklearn(model).steps[:-1]
+    name, nystroem = steps[-1]
+    alpha = model.feature_map_.expansion(model.coef_).alpha
+    nystroem.normalization_ = np.ascontiguousarray(alpha.T)
+    return [*steps[:-1], (name, nystroem)]
 
 
 def _add_linear_part(onx, model, dtype: np.dtype) -> None:
-    """Append ``decision = F coefᵀ + intercept`` and the outputs (see the module docstring) to the graph
-    of the feature map, whose one output is ``F``."""
+    """Append ``decision = K(X, L) α + intercept`` and the outputs (see the module docstring) to the graph
+    of the folded feature map, whose one output is ``K(X, L) α``."""
     from onnx import helper, numpy_helper
 
     graph = onx.graph
     classifier = hasattr(model, "classes_")
     n_problems = int(model.coef_.shape[0])
-    consts = {"dsvm_coef": np.asarray(model.coef_, dtype=np.float64).T.astype(dtype),
-              "dsvm_intercept": np.asarray(model.intercept_, dtype=np.float64).astype(dtype)}
-    nodes = [helper.make_node("MatMul", [_FEATURES, "dsvm_coef"], ["dsvm_product"]),
-             helper.make_node("Add", ["dsvm_product", "dsvm_intercept"], ["decision" if classifier else "variable"])]
+    consts = {"dsvm_intercept": np.asarray(model.intercept_, dtype=np.float64).astype(dtype)}
+    nodes = [helper.make_node("Add", [_PRODUCT, "dsvm_intercept"], ["decision" if classifier else "variable"])]
     outputs = [("decision", dtype, [None, n_problems])] if classifier else [("variable", dtype, [None, 1])]
     if classifier:
         classes = _class_table(model.classes_)
@@ -263,7 +276,7 @@ def to_onnx(model, dtype="float32", target_opset: int | None = None):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     dtype = np.dtype(dtype)
     _register_nystroem()
-    feature_map = Pipeline(to_sklearn(model).steps[:-1])
+    feature_map = Pipeline(_folded_steps(model))
     tensor = FloatTensorType if dtype == np.float32 else DoubleTensorType
     onx = skl2onnx.convert_sklearn(feature_map, initial_types=[("X", tensor([None, int(model.n_features_in_)]))],
                                    target_opset=target_opset)

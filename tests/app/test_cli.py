@@ -570,7 +570,7 @@ def test_problems_that_cannot_be_finite_are_one_line_errors_and_write_nothing(tm
     for out in ("dec.csv", "pred.npy"):
         extra = ("--decision",) if out == "dec.csv" else ()
         assert _run("predict", model, far, "--out", tmp_path / out, *extra, "--workers", 1) == 1
-        assert "the features of row 25 hold NaN or infinity" in _error_line(capsys, "predict")
+        assert "the kernel values of row 25 hold NaN or infinity" in _error_line(capsys, "predict")
         assert not (tmp_path / out).exists()
 
 

@@ -228,3 +228,75 @@ def test_check_features_names_the_row_and_whether_the_kernel_or_the_map_overflow
         F = fmap.transform_block(X[:5])
     with pytest.raises(NonFiniteError, match="row 0 .* the Nyström map turns its finite kernel values into NaN"):
         check_features(F, X[:5], fmap)
+
+
+# ------------------------------------------------------------------ a linear model folded into the landmarks
+@pytest.mark.parametrize("method", ["eigen", "cholesky"])
+@pytest.mark.parametrize("n", [0, 1, 300, 2500])  # no row, one row, one slab, several slabs and a partial one
+def test_expansion_is_the_features_times_the_coefficients(method, n, monkeypatch):
+    """``K(X, L) α``, ``α = normalizationᵀ coefᵀ``, slab by slab, is ``F coefᵀ`` (exact in float64 arithmetic)."""
+    import dsvm.approx._nystroem as nystroem
+
+    monkeypatch.setattr(nystroem, "SLAB_BYTES", 64 * 40 * 8)  # 64-row slabs at k = 40 in float64
+    rng = np.random.default_rng(12)
+    L, X = rng.normal(size=(40, 5)) + 2.0, rng.normal(size=(n, 5)) + 2.0
+    fmap = fit_feature_map(L, make_kernel_spec("rbf", 0.2), dtype=np.float64, method=method)
+    coef = rng.normal(size=(3, fmap.n_output))
+    expansion = fmap.expansion(coef)
+    np.testing.assert_array_equal(expansion.alpha, fmap.normalization.T @ coef.T)
+    K = rbf_kernel(X, L, gamma=0.2) if n else np.empty((0, 40))
+    for rows in (X, sp.csr_matrix(X)):
+        values = expansion.product_block(rows)
+        assert values.shape == (n, 3) and values.dtype == np.float64
+        np.testing.assert_allclose(values, K @ fmap.normalization.T @ coef.T, rtol=1e-10, atol=1e-10)
+    f32 = fit_feature_map(L, make_kernel_spec("rbf", 0.2), dtype=np.float32, method=method)
+    assert f32.expansion(coef[:, : f32.n_output]).product_block(X).dtype == np.float32  # the map's dtype
+
+
+def test_expansion_is_kept_for_equal_coefficients_and_never_pickled():
+    import pickle
+
+    rng = np.random.default_rng(13)
+    fmap = fit_feature_map(rng.normal(size=(30, 3)), make_kernel_spec("rbf", 1.0))
+    coef = rng.normal(size=(1, fmap.n_output))
+    size = len(pickle.dumps(fmap))
+    expansion = fmap.expansion(coef)
+    assert fmap.expansion(coef.copy()) is expansion
+    assert fmap.expansion(coef + 1.0) is not expansion
+    expansion.product_block(np.ones((2, 3)))  # builds its cast copies
+    assert len(pickle.dumps(fmap)) == size  # the map ships without it
+    # the expansion ships the landmarks and α, not the k x r map nor its cast copies
+    shipped = pickle.loads(pickle.dumps(expansion))
+    assert shipped._ready_arrays is None and not hasattr(shipped, "normalization")
+    np.testing.assert_array_equal(shipped.product_block(np.ones((2, 3))), expansion.product_block(np.ones((2, 3))))
+    with pytest.raises(ValueError, match=r"coef must have shape \(n_problems, 30\), got \(1, 29\)"):
+        fmap.expansion(coef[:, 1:])
+
+
+def test_check_expansion_names_the_row_and_whether_the_kernel_or_the_product_overflowed():
+    from dsvm.approx import check_expansion
+    from dsvm.exceptions import NonFiniteError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    fmap = fit_feature_map(X[:10], make_kernel_spec("poly", 1.0, degree=3), dtype=np.float32)
+    expansion = fmap.expansion(rng.normal(size=(2, fmap.n_output)))
+    X[17] *= 1e13  # (1e26)³ overflows float32
+    with np.errstate(all="ignore"):
+        values = expansion.product_block(X)
+    with pytest.raises(NonFiniteError, match=r"^the kernel values of row 117 hold NaN or infinity \(the largest "
+                                             r"\|value\| of the row is \d\.\d+e\+13, of the landmarks \d\.\d+\): the "
+                                             r"poly kernel .* overflows float32 on it; .*dtype='float64'$"):
+        check_expansion(values, X, expansion, offset=100)
+    check_expansion(values[:17], X[:17], expansion)  # the rows before are fine
+    # RBF kernel values (within [0, 1]) times a crafted α beyond float32
+    fmap = fit_feature_map(X[:10], make_kernel_spec("rbf", 0.1), dtype=np.float32)
+    coef = np.zeros((1, fmap.n_output))
+    coef[0, 0] = 1e45
+    expansion = fmap.expansion(coef)
+    with np.errstate(all="ignore"):
+        values = expansion.product_block(X[:5])
+    with pytest.raises(NonFiniteError, match=r"^the decision values of row 0 hold NaN or infinity: its kernel values "
+                                             r"times the model's coefficients on the landmarks \(M coefᵀ, largest "
+                                             r"\|value\| \d\.\d+e\+\d+\) overflow float32"):
+        check_expansion(values, X[:5], expansion)

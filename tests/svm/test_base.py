@@ -61,3 +61,78 @@ def test_the_accepted_forms_still_pass(params):
     from dsvm.svm import check_params
 
     check_params(dsvm.NystroemSVC(**params))
+
+
+# ---------------------------------------------------------------- prediction through the landmarks
+def _explicit(model, X):
+    """The model's ``F(scale(X)) coefᵀ + intercept`` the long way (float64), its scale and the tolerance of its
+    dtype."""
+    from helpers import FLOAT32_DECISION_TOL, FLOAT64_DECISION_TOL, explicit_decisions
+
+    expected, scale = explicit_decisions(X, model.feature_map_, model.coef_, model.intercept_,
+                                         getattr(model, "scaling_", None))
+    tol = FLOAT32_DECISION_TOL if np.dtype(model.dtype) == np.float32 else FLOAT64_DECISION_TOL
+    return expected, scale, tol
+
+
+def _check_classifier(model, X, rows):
+    """decision_function, predict and (with probability=True) predict_proba on ``rows`` (X as given to the model)
+    against the explicit ``F coefᵀ`` of ``X``."""
+    from helpers import assert_same_decisions, assert_same_labels
+
+    from dsvm.svm._block_tasks import proba_block
+
+    expected, scale, tol = _explicit(model, X)
+    assert_same_decisions(np.asarray(model.decision_function(rows)), expected, scale, tol)
+    assert_same_labels(np.searchsorted(model.classes_, np.asarray(model.predict(rows))), expected, scale, tol)
+    if model.probability:
+        want = proba_block(expected, model.probA_, model.probB_, False)
+        # the sigmoid's slope is at most |A| / 4 per unit of decision value
+        bound = np.abs(model.probA_).max() / 4 * tol * scale.max() + 1e-12
+        np.testing.assert_allclose(np.asarray(model.predict_proba(rows)), want, rtol=0, atol=bound)
+
+
+@pytest.mark.filterwarnings("ignore:only .* sampled rows are not already spanned")  # the linear kernel's rank
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "sigmoid", "linear"])
+@pytest.mark.parametrize("landmarks", ["uniform", "kmeans", "pivoted", "active"])
+def test_a_classifier_predicts_the_explicit_f_coef_for_every_kernel_and_landmark_method(kernel, landmarks):
+    """Prediction folds the map into the coefficients (``K(X, L) M coefᵀ``); it is ``F coefᵀ`` to float32 rounding,
+    dense and sparse input, the triangular map of pivoted landmarks included."""
+    import scipy.sparse as sp
+    from helpers import make_circles_problem
+
+    X, y = make_circles_problem(n=300, p=4, seed=7)
+    model = dsvm.NystroemSVC(kernel=kernel, n_components=25, landmarks=landmarks, random_state=0).fit(X, y)
+    for rows in (X, sp.csr_matrix(X)):
+        _check_classifier(model, X, rows)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_multiclass_probabilities_and_scaling_predict_the_explicit_f_coef(dtype):
+    """Multiclass one-vs-rest with Platt sigmoids and a scale step: every column of decision values, the labels and
+    the probabilities, numpy and Dask input."""
+    import dask.array as da
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(360, 4)) * [1.0, 5.0, 0.5, 2.0]
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-1.0, 1.0])
+    model = dsvm.NystroemSVC(n_components=30, probability=True, scale="standard", dtype=dtype,
+                             random_state=0).fit(X, y)
+    assert model.coef_.shape[0] == 3
+    _check_classifier(model, X, X)
+    _check_classifier(model, X, da.from_array(X, chunks=(100, 4)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_regressor_predicts_the_explicit_f_coef(dtype):
+    import dask.array as da
+    import scipy.sparse as sp
+    from helpers import assert_same_decisions
+
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(300, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=300)
+    model = dsvm.NystroemSVR(n_components=30, dtype=dtype, random_state=0).fit(X, y)
+    expected, scale, tol = _explicit(model, X)
+    for rows in (X, sp.csr_matrix(X), da.from_array(X, chunks=(70, 3))):
+        assert_same_decisions(np.asarray(model.predict(rows)), expected, scale, tol)

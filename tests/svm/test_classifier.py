@@ -374,7 +374,7 @@ def test_decision_values_that_overflow_at_predict_are_an_error_not_a_class(circl
     far[13] *= 1e13
     far_in = da.from_array(far, chunks=7) if dask_input else far
     for method in (clf.predict, clf.decision_function):
-        with pytest.raises(NonFiniteError, match="the features of row 13 hold NaN or infinity"):
+        with pytest.raises(NonFiniteError, match="the kernel values of row 13 hold NaN or infinity"):
             np.asarray(method(far_in))
 
 

@@ -340,6 +340,23 @@ def test_weights_that_make_decision_values_overflow_are_refused(tmp_path, fitted
         load_model(_rewrite(path, tmp_path / "bad.npz", coef=np.full_like(model.coef_, coef)))
 
 
+def test_a_loaded_model_predicts_what_it_predicted_before_saving(tmp_path, fitted, fitted_multiclass):
+    """Prediction folds the coefficients into the landmarks when it runs: the file keeps the model as it was (no
+    folded coefficients in it) and the loaded model predicts the same values, which are ``F coefᵀ``."""
+    from helpers import FLOAT32_DECISION_TOL, assert_same_decisions, explicit_decisions
+
+    for name, (model, X) in (("binary", fitted), ("multiclass", fitted_multiclass)):
+        model.predict(X)  # the original has folded its coefficients before it is saved
+        path = save_model(model, tmp_path / f"{name}.npz")
+        with np.load(path, allow_pickle=False) as z:
+            assert not any("alpha" in member or "expansion" in member for member in z.files)
+        loaded = load_model(path)
+        np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
+        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+        expected, scale = explicit_decisions(X, loaded.feature_map_, loaded.coef_, loaded.intercept_)
+        assert_same_decisions(loaded.decision_function(X), expected, scale, FLOAT32_DECISION_TOL)
+
+
 # --------------------------------------------------------------------------- files of earlier versions
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "models-0.1"
 
