@@ -162,19 +162,24 @@ def _is_lower_triangular(normalization: np.ndarray) -> bool:
 class FeatureMap:
     """Everything needed to turn raw rows into Nyström features, as plain arrays.
 
-    Attributes
-    ----------
-    spec : KernelSpec
-    components : ndarray (k, p), float64 — the landmarks
-    normalization : ndarray (r, k), float64 — lower triangular (``r = k``) for the Cholesky map
-    eigenvalues : ndarray (r,) — the kept eigenvalues of ``K(L, L)``, decreasing (eigen map),
-        or ``diag(R)²`` (Cholesky map): the residual variance each landmark adds
-    dtype : numpy dtype of the features
-
     Features of rows ``X`` are ``K(X, components) @ normalization.T``, so that
     ``F(X) F(Y)ᵀ`` approximates ``K(X, Y)``, exactly when ``Y`` are the
     landmarks and none of their eigenvalues was cut.  Built by
     :func:`fit_feature_map`.
+
+    Attributes
+    ----------
+    spec : KernelSpec
+        The kernel.
+    components : ndarray of shape (k, p), float64
+        The landmarks.
+    normalization : ndarray of shape (r, k), float64
+        The map ``M`` (lower triangular, ``r = k``, for the Cholesky map).
+    eigenvalues : ndarray of shape (r,)
+        The kept eigenvalues of ``K(L, L)``, decreasing (eigen map), or
+        ``diag(R)²`` (Cholesky map): the residual variance each landmark adds.
+    dtype : numpy dtype
+        The features' dtype.
 
     Examples
     --------
@@ -196,8 +201,8 @@ class FeatureMap:
     normalization: np.ndarray
     eigenvalues: np.ndarray
     dtype: np.dtype = np.dtype(np.float32)
-    _ready_arrays: tuple | None = field(default=None, repr=False, compare=False)
-    _expansion: tuple | None = field(default=None, repr=False, compare=False)
+    _ready_arrays: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _expansion: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def n_components(self) -> int:
