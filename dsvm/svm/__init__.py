@@ -16,7 +16,7 @@ _MODULES = {
     "._calibration": ("platt_log_proba",),
     "._checkpoint": ("check_checkpoint_path", "kept_until_saved", "remove_checkpoint"),
     "._classifier": ("NystroemSVC", "fit_classifier"),
-    "._export": ("to_sklearn",),
+    "._sklearn_export": ("to_sklearn",),
     "._fitting": ("solve_with",),
     "._kernel_pegasos": ("PegasosSVC",),
     "._labels": ("class_weights", "encode_labels", "prepare_classification"),

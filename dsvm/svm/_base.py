@@ -42,8 +42,8 @@ from ..io import check_numeric_columns
 from ..options import FEATURE_STORES, HESSIANS, LANDMARK_METHODS, SOLVERS
 from ..problems import decision_blocks
 from ..solvers import REGISTRY
-from ._export import to_sklearn
 from ._onnx_export import to_onnx
+from ._sklearn_export import to_sklearn
 
 # solver_options keys of the estimators' Newton solve that are not the solver's own
 WARM_START_OPTIONS = ("warm_start", "warm_rows")

@@ -1,6 +1,6 @@
 """ONNX export of a fitted model, through skl2onnx (``pip install 'dsvm[onnx]'``).
 
-The model is first the scikit-learn pipeline it is (:func:`dsvm.svm._export.to_sklearn`);
+The model is first the scikit-learn pipeline it is (:func:`dsvm.svm._sklearn_export.to_sklearn`);
 skl2onnx converts its scaler and its ``Nystroem`` map.  skl2onnx has no
 converter for ``Nystroem``: this module registers one (only where none is
 registered) that computes the four kernels of dsvm exactly as their
@@ -43,7 +43,7 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.pipeline import Pipeline
 
 from ..io import regular_file_problem, write_file
-from ._export import to_sklearn
+from ._sklearn_export import to_sklearn
 
 __all__ = ["to_onnx", "export_onnx", "onnx_file_problem", "ONNX_MARKER", "ONNX_DTYPES"]
 
@@ -209,7 +209,7 @@ def _take_names(graph, names: set[str]) -> None:
 
 
 def _folded_steps(model) -> list:
-    """The steps of :func:`dsvm.svm._export.to_sklearn`'s pipeline up to its ``Nystroem``, whose
+    """The steps of :func:`dsvm.svm._sklearn_export.to_sklearn`'s pipeline up to its ``Nystroem``, whose
     ``normalization_`` becomes ``αᵀ`` (``α = normalization_.T @ coef_.T``): its output is ``K(X, L) α``."""
     steps = to_sklearn(model).steps[:-1]
     name, nystroem = steps[-1]
