@@ -66,7 +66,7 @@ def _md_table3(report) -> list[str]:
          "t_linear = seconds of the linear solve only, on the Nyström features of one landmark set per repetition "
          "(the same matrix for every solver); mean ± std over the repetitions. LA-SN at its default tol = 1e-4 "
          "(tighter, 1e-5, 1e-6, …, where that misses Φ* by more than 1e-4), solved as NystroemSVC solves: "
-         "on 40,000 rows or more from the solution of a row subsample (dsvm.experiments._linear.solve_from_subsample); "
+         "on 40,000 rows or more from the solution of a row subsample (the subsample's Newton solve first, then the full one from its solution); "
          "every other solver at the loosest tolerance of 1e-1, 1e-2, … whose solution is within 1e-4 (relative) "
          "of Φ*, the optimum of dsvm's objective ½‖w‖² + C Σ max(0, 1 − y(f·w + b))² (bias not regularised) from "
          "a tight float64 Newton solve. ratio = mean t_solver / mean t_LA-SN.", ""]

@@ -224,7 +224,7 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
     """The ``kind: train`` pipeline: ingest, fit (or search), evaluate, report."""
     claim_output_folder(out, "pipeline output folder")
     train, test, ingest_seconds = _ready_data(spec, out / "data")
-    model, params, cv_rows, cv_plots = _fit_or_search(spec, train, out)
+    model, params, cv_rows, cv_plots = _pipeline_model(spec, train, out)
     save_model(model, out / "model.npz", overwrite=True)
     evaluation = evaluate(model, test) if test is not None else None
     stats = model.solver_stats_
@@ -269,7 +269,7 @@ def _ready_data(spec: dict[str, Any], data_dir: Path) -> tuple[Any, Any, float]:
     return train, test, ingest_seconds
 
 
-def _fit_or_search(spec: dict[str, Any], train, out: Path) -> tuple[Any, dict[str, Any], list | None, list[str]]:
+def _pipeline_model(spec: dict[str, Any], train, out: Path) -> tuple[Any, dict[str, Any], list | None, list[str]]:
     """The model of ``model:`` fitted on ``train`` (the best of its ``search:``, whose files go into ``out``), its
     parameters, the CV table (None without a search) and the names of the search's plots."""
     params = model_params(spec, f"pipeline {spec['name']}")

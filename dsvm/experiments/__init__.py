@@ -18,7 +18,7 @@ be run (and tested) on its own:
     ``tol=1e-4`` (tighter, down the same ladder, where that misses ``Φ*``)
     and solves as ``NystroemSVC`` does, opening from a row subsample's
     solution where the estimator would (at least 40,000 rows: w8a, ijcnn1;
-    ``dsvm.experiments._linear.solve_from_subsample``); each other solver runs down
+    the subsample's Newton solve first, then the full one from its solution); each other solver runs down
     a tolerance ladder (1e-1, 1e-2, …) and is timed at the *loosest*
     tolerance whose solution is within ``1e-4`` (relative) of ``Φ*`` — a
     setting that favours LIBLINEAR.

@@ -38,7 +38,7 @@ __all__ = ["PathPoint", "PairResult", "cv_pair", "merge_stats", "landmark_coefs"
            "map_to_larger_k", "record_functions", "refit_start"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class PathPoint:
     """Where one problem's C path stands: the solution ``x`` at cost ``C`` and what the Newton solver knew there.
 
@@ -46,11 +46,11 @@ class PathPoint:
     there is none: CG, another solver, a fresh start) and ``g0_per_cost`` is
     ``‖∇Φ(0)‖ / C``.  On fixed rows loss, gradient and Gram matrix are linear in
     the cost, so a solve at another ``C`` opens from these without a pass over
-    the data — exact, not an approximation.
+    the data — exact, not an approximation.  Frozen: fold threads share points.
     """
 
-    x: np.ndarray | None = None
-    C: float = 1.0
+    x: np.ndarray | None
+    C: float
     at_x: Any = None
     g0_per_cost: float | None = None
 
@@ -60,7 +60,7 @@ class PathPoint:
         return Start(x0=self.x, initial=None if self.at_x is None else self.at_x.scaled(ratio),
                      g_ref=None if self.g0_per_cost is None else self.g0_per_cost * C)
 
-    def objective_gap(self, C: float, reg: np.ndarray) -> tuple[float, float]:
+    def objective_and_relative_gradient(self, C: float, reg: np.ndarray) -> tuple[float, float]:
         """``(Φ(x), ‖∇Φ(x)‖ / ‖∇Φ(0)‖)`` at cost ``C`` from the known pass (needs ``at_x`` and ``g0_per_cost``)."""
         ratio = C / self.C
         f = 0.5 * float(self.x[:-1] @ self.x[:-1]) + self.at_x.loss * ratio
@@ -68,11 +68,12 @@ class PathPoint:
         return f, float(g / (self.g0_per_cost * C))
 
 
-def _point_after(res, C: float) -> PathPoint:
-    """The path point a solve at cost ``C`` ends at (its last pass kept where it holds a Gram matrix)."""
-    last = res.last_pass
+def _point_after(res, C: float, keep_pass: bool = True) -> PathPoint:
+    """The path point a solve at cost ``C`` ends at (with ``keep_pass``, the Newton solver's last pass where it
+    holds a Gram matrix, and its gradient at zero)."""
+    last = res.last_pass if keep_pass else None
     return PathPoint(x=res.x, C=C, at_x=last if last is not None and last.hess is not None else None,
-                     g0_per_cost=res.grad_norm0 / C if res.method.startswith("newton") else None)
+                     g0_per_cost=res.grad_norm0 / C if keep_pass else None)
 
 
 @dataclass
@@ -175,7 +176,8 @@ def refit_start(function):
 
 
 class _CPath:
-    """The solves of one ``(gamma, k)``: fold 0's C path first, then the other folds', which open from it."""
+    """The solves of one ``(gamma, k)``: fold 0's C path first (:meth:`run_first_fold`), then the other folds'
+    (:meth:`run_other_fold`, from threads), which open from it."""
 
     def __init__(self, est, ctx, F: RowBlocks, Cs, class_w, positives, label: str):
         self.est, self.ctx, self.F, self.Cs = est, ctx, F, Cs
@@ -186,10 +188,9 @@ class _CPath:
         # the fold-block layout lets a fold's passes be had from fold 0's by exchanging two folds' rows;
         # only a Gram opening (Newton, hessian="gram") has a use for them
         self.exchanges = est.solver == "newton" and self.hessian == "gram" and ctx.fold_blocks is not None
-        self.first: dict[int, list[PathPoint]] = {}  # fold 0's points per C index
-        self.W0 = None  # fold 0's solutions (len(Cs), problems, dim)
-        self._held_out0: dict = {}  # (C index, problem) -> fold 0's held-out rows' pass at fold 0's solution
-        self._zero_plus: dict = {}  # problem -> fold 0's held-out rows' pass at 0 (for Cs[0])
+        # set by run_first_fold, read-only while the other folds run
+        self._W0 = None  # fold 0's solutions (len(Cs), problems, dim)
+        self._passes0: dict = {}  # (C index, problem) -> (fold 0's pass at its solution, its held-out rows' pass)
         self._lock = threading.Lock()
         self.exchange_passes = 0
 
@@ -202,9 +203,34 @@ class _CPath:
             self.exchange_passes += 1
         return self._operator(Fs, cs, ws, j, C).evaluate(x, x, (), "full")
 
-    def run_fold(self, s: int, opening: list[PathPoint]) -> tuple[np.ndarray, np.ndarray, Counter]:
-        """Fold ``s``'s C path from ``opening`` (one point per problem): ``(W_s, seconds per C, counts)``."""
-        points, counts = list(opening), Counter()
+    def run_first_fold(self, x_start) -> tuple[np.ndarray, np.ndarray, Counter]:
+        """Fold 0's C path from ``x_start[0]`` (or zero), and what the other folds open from:
+        ``(W_0, seconds per C, counts)``."""
+        start = [PathPoint(x=None if x_start is None else np.array(x_start[0][j]), C=self.Cs[0])
+                 for j in range(len(self.positives))]
+        W0, seconds, counts, points = self._run_fold(0, start, keep=self.exchanges)
+        self._W0 = W0
+        if self.exchanges:  # fold 0's held-out rows at its solutions: shared by every other fold's exchange
+            for ci, fold_points in enumerate(points):
+                for j, p in enumerate(fold_points):
+                    self._passes0[(ci, j)] = (p.at_x, self._held_out_pass(0, j, self.Cs[ci], W0[ci, j]))
+        return W0, seconds, counts
+
+    def run_other_fold(self, s: int) -> tuple[np.ndarray, np.ndarray, Counter]:
+        """Fold ``s``'s C path, opening from fold 0's solution at the smallest C: ``(W_s, seconds per C, counts)``."""
+        assert self._W0 is not None, "run_first_fold first"
+        start = []
+        for j in range(len(self.positives)):
+            at_x = self._exchanged_pass(s, 0, j)
+            start.append(PathPoint(x=np.array(self._W0[0, j]), C=self.Cs[0], at_x=at_x))
+        if any(p.at_x is None for p in start):  # one opening for all problems, or none
+            start = [PathPoint(x=p.x, C=p.C) for p in start]
+        return self._run_fold(s, start, keep=False)[:3]
+
+    def _run_fold(self, s: int, start: list[PathPoint], keep: bool):
+        """Fold ``s``'s C path: ``(W_s, seconds per C, counts, points per C)``; the points (each holding a Gram
+        matrix) only with ``keep``."""
+        points, counts, kept = list(start), Counter(), []
         W_s = np.zeros((len(self.Cs), len(self.positives), self.dim))
         seconds = np.zeros(len(self.Cs))
         for ci in range(len(self.Cs)):
@@ -212,66 +238,53 @@ class _CPath:
             F_s, codes_s, w_s = self.ctx.training_rows(self.F, s)
             for j in range(len(self.positives)):
                 if s > 0 and ci > 0:
-                    points[j] = self._continue_or_restart(s, ci, j, points[j], counts)
-                points[j] = self._solve(F_s, codes_s, w_s, s, ci, j, points[j], counts)
+                    points[j], restarted = self._continue_or_restart(s, ci, j, points[j])
+                    counts["restarts"] += restarted
+                points[j], res = self._solve(F_s, codes_s, w_s, s, ci, j, points[j])
+                counts.update(n_solves=1, newton_iter=res.n_iter, solver_passes=res.n_passes,
+                              not_converged=int(not res.converged))
+                counts["max_newton_iter"] = max(counts["max_newton_iter"], res.n_iter)
             W_s[ci] = np.stack([p.x for p in points])
             seconds[ci] = time.perf_counter() - t0
-            if s == 0:
-                self.first[ci] = list(points)
-        return W_s, seconds, counts
+            if keep:
+                kept.append(list(points))
+        return W_s, seconds, counts, kept
 
-    def _solve(self, F_s, codes_s, w_s, s, ci, j, point: PathPoint, counts: Counter) -> PathPoint:
+    def _solve(self, F_s, codes_s, w_s, s, ci, j, point: PathPoint):
+        """Problem ``j`` of fold ``s`` at ``Cs[ci]`` from ``point``: ``(the point it ends at, the solver result)``."""
         C = self.Cs[ci]
         op = self._operator(F_s, codes_s, w_s, j, C)
         start = point.start(C) if self.est.solver == "newton" else Start(x0=point.x)
         problem = f" class {j}" if len(self.positives) > 1 else ""
         res = solve_with(self.est, op, self.dim, self.hessian, start=start,
                          label=f"{self.label}[fold {s} C={C:g}{problem}] ")
-        counts.update(n_solves=1, newton_iter=res.n_iter, solver_passes=res.n_passes,
-                      not_converged=int(not res.converged))
-        counts["max_newton_iter"] = max(counts["max_newton_iter"], res.n_iter)
-        return _point_after(res, C)
+        return _point_after(res, C, keep_pass=self.est.solver == "newton"), res
 
-    def _continue_or_restart(self, s, ci, j, point: PathPoint, counts: Counter) -> PathPoint:
+    def _continue_or_restart(self, s, ci, j, point: PathPoint) -> tuple[PathPoint, bool]:
         """Fold ``s`` continues its path at ``Cs[ci]``, or restarts from fold 0's solution for that ``C`` when
-        it starts with the lower objective (closer to the optimum: the objective is 1-strongly convex in w)."""
+        it starts with the lower objective (closer to the optimum: the objective is 1-strongly convex in w).
+        ``(point, restarted)``."""
         if point.at_x is None or point.g0_per_cost is None:
-            return point
+            return point, False
         C = self.Cs[ci]
-        f_cont, g_rel = point.objective_gap(C, self.reg)
+        f_cont, g_rel = point.objective_and_relative_gradient(C, self.reg)
         if g_rel <= self.est.tol:
-            return point
-        alt = self.exchanged_pass(s, ci, j)
-        xa = self.W0[ci, j]
+            return point, False
+        alt = self._exchanged_pass(s, ci, j)
+        xa = self._W0[ci, j]
         if alt is not None and 0.5 * float(xa[:-1] @ xa[:-1]) + alt.loss < f_cont:
-            counts["restarts"] += 1
-            return PathPoint(x=np.array(xa), C=C, at_x=alt, g0_per_cost=point.g0_per_cost)
-        return point
+            return PathPoint(x=np.array(xa), C=C, at_x=alt, g0_per_cost=point.g0_per_cost), True
+        return point, False
 
-    def exchanged_pass(self, s: int, ci: int, j: int):
+    def _exchanged_pass(self, s: int, ci: int, j: int):
         """Fold ``s``'s pass (with Gram matrix) at fold 0's solution for ``Cs[ci]``, from fold 0's by
         exchanging the rows of the two held-out folds: passes over those two folds' rows instead of one
         over all training rows.  None where fold 0 kept no such pass."""
-        known = self.first[ci][j].at_x if self.exchanges and ci in self.first else None
-        if known is None or (ci, j) not in self._held_out0:
+        known, plus = self._passes0.get((ci, j), (None, None))
+        if known is None:
             return None
-        minus = self._held_out_pass(s, j, self.Cs[ci], self.W0[ci, j])
-        return known.exchanged(self._held_out0[(ci, j)], minus)
-
-    def openings_of_other_folds(self) -> list[PathPoint]:
-        """Where the other folds start, per problem: fold 0's solution at the smallest C, with its pass
-        exchanged to their rows where the layout allows (fold 0's held-out rows' passes made here, once)."""
-        if self.exchanges:
-            for ci in self.first:
-                for j in range(len(self.positives)):
-                    self._held_out0[(ci, j)] = self._held_out_pass(0, j, self.Cs[ci], self.W0[ci, j])
-        return [PathPoint(x=np.array(self.W0[0, j]), C=self.Cs[0]) for j in range(len(self.positives))]
-
-    def opening_of_fold(self, s: int, points: list[PathPoint]) -> list[PathPoint]:
-        passes = [self.exchanged_pass(s, 0, j) for j in range(len(points))]
-        if any(p is None for p in passes):
-            return points
-        return [PathPoint(x=p.x, C=p.C, at_x=at) for p, at in zip(points, passes)]
+        minus = self._held_out_pass(s, j, self.Cs[ci], self._W0[ci, j])
+        return known.exchanged(plus, minus)
 
     def confusions(self, W: np.ndarray, return_train_score: bool) -> np.ndarray:
         """Held-out (and training) confusion matrices of every fold and C: ``(folds, len(Cs), 2, m, m)``."""
@@ -287,24 +300,16 @@ class _CPath:
 
 def _run_folds(path: _CPath, x_start, n_jobs) -> tuple[np.ndarray, np.ndarray, Counter]:
     """Fold 0's path, then the others' (in threads with ``n_jobs``): ``(W, seconds, counts)``."""
-    P, S = len(path.positives), path.ctx.n_splits
-    first = [PathPoint(x=None if x_start is None else np.array(x_start[0][j]), C=path.Cs[0]) for j in range(P)]
-    W0, sec0, counts = path.run_fold(0, first)
-    path.W0 = W0
-    others = path.openings_of_other_folds()
-
-    def run(s):
-        return path.run_fold(s, path.opening_of_fold(s, others))
-
-    rest = range(1, S)
+    W0, sec0, counts = path.run_first_fold(x_start)
+    rest = range(1, path.ctx.n_splits)
     if n_jobs is not None and n_jobs != 1 and len(rest) > 1:
         workers = len(rest) if n_jobs < 0 else min(int(n_jobs), len(rest))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dsvm-cv") as pool:
-            parts = list(pool.map(run, rest))
+            parts = list(pool.map(path.run_other_fold, rest))
     else:
-        parts = [run(s) for s in rest]
+        parts = [path.run_other_fold(s) for s in rest]
     for _, _, c in parts:
-        counts = Counter(merge_stats(counts, c))
+        counts = merge_stats(counts, c)
     W = np.stack([W0] + [w for w, _, _ in parts])
     seconds = np.stack([sec0] + [t for _, t, _ in parts])
     return W, seconds, counts

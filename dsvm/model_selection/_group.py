@@ -101,7 +101,7 @@ def _draw_landmarks(est, ctx, ks: list[int]) -> dict[int, np.ndarray]:
             for k in ks}
 
 
-def _nested_pairs(est, ctx, rows: np.ndarray, spec, ks: dict, solve_pair) -> tuple[dict, Counter]:
+def _nested_pairs(est, ctx, rows: np.ndarray, spec, c_rows_by_k: dict, solve_pair) -> tuple[dict, Counter]:
     """Every k of one gamma on nested landmarks: kernel columns stored once, each larger k starting from the
     smaller one's solutions.  ``(pair results by k, stats)``."""
     dtype = np.dtype(est.dtype)
@@ -113,7 +113,7 @@ def _nested_pairs(est, ctx, rows: np.ndarray, spec, ks: dict, solve_pair) -> tup
         K_LL = kernel_matrix(rows, rows, spec)
         t_kernel = time.perf_counter() - t0
         stats["kernel_seconds"] += t_kernel
-        for k, c_rows in sorted(ks.items()):
+        for k, c_rows in sorted(c_rows_by_k.items()):
             k_eff = min(k, rows.shape[0])
             t1 = time.perf_counter()
             normalization, lam = nystroem_normalization(K_LL[:k_eff, :k_eff], rtol)
@@ -122,16 +122,16 @@ def _nested_pairs(est, ctx, rows: np.ndarray, spec, ks: dict, solve_pair) -> tup
                 t_feat = time.perf_counter() - t1
                 stats.update(feature_seconds=t_feat, feature_stores=1)
                 start = None if prev is None else map_to_larger_k(prev, normalization, lam, c_rows)
-                pair = solve_pair(fstore.features, c_rows, t_feat + t_kernel / len(ks), f"k={k_eff}", start)
+                pair = solve_pair(fstore.features, c_rows, t_feat + t_kernel / len(c_rows_by_k), f"k={k_eff}", start)
             prev = (normalization, pair.W, pair.Cs)
             results[k] = (pair, record_functions(rows[:k_eff], normalization, pair.W, pair.Cs, c_rows))
     return results, stats
 
 
-def _separate_pairs(est, ctx, landmarks: dict, spec, ks: dict, solve_pair) -> tuple[dict, Counter]:
+def _separate_pairs(est, ctx, landmarks: dict, spec, c_rows_by_k: dict, solve_pair) -> tuple[dict, Counter]:
     """Every k of one gamma on its own landmarks (k-means): one feature matrix each.  ``(results by k, stats)``."""
     stats, results = Counter(), {}
-    for k, c_rows in sorted(ks.items()):
+    for k, c_rows in sorted(c_rows_by_k.items()):
         t1 = time.perf_counter()
         fmap = fit_feature_map(landmarks[k], spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol)
         with FeatureStore(ctx.X_rb, fmap, est.feature_store, check_finite=not ctx.checked) as fstore:
@@ -154,7 +154,7 @@ def search_group(est, ctx, cands: list[dict], n_features_in: int, *, n_jobs=None
     t_landmarks = time.perf_counter() - t0
     out = GroupResult(np.zeros((len(cands), S, 2, m, m)), np.zeros((len(cands), S)), np.zeros((len(cands), S)),
                       stats=Counter(landmark_seconds=t_landmarks))
-    for gkey, ks in pairs.c_rows.items():
+    for gkey, c_rows_by_k in pairs.c_rows.items():
         spec = make_kernel_spec(est.kernel, pairs.gammas[gkey], est.degree, est.coef0)
 
         def solve_pair(F, c_rows, shared, k_label, start, spec=spec) -> PairResult:
@@ -163,12 +163,12 @@ def search_group(est, ctx, cands: list[dict], n_features_in: int, *, n_jobs=None
                            return_train_score=return_train_score)
 
         if est.landmarks == "uniform":
-            results, stats = _nested_pairs(est, ctx, landmarks[pairs.ks[-1]], spec, ks, solve_pair)
+            results, stats = _nested_pairs(est, ctx, landmarks[pairs.ks[-1]], spec, c_rows_by_k, solve_pair)
         else:
-            results, stats = _separate_pairs(est, ctx, landmarks, spec, ks, solve_pair)
+            results, stats = _separate_pairs(est, ctx, landmarks, spec, c_rows_by_k, solve_pair)
         out.stats = merge_stats(out.stats, stats)
         for k, (pair, functions) in results.items():
-            rows = [row for _, row in ks[k]]
+            rows = [row for _, row in c_rows_by_k[k]]
             out.confusions[rows], out.fit_seconds[rows], out.score_seconds[rows] = (
                 pair.confusions, pair.fit_seconds, pair.score_seconds)
             out.functions.update(functions)

@@ -189,8 +189,8 @@ class FeatureStore:
         # memory (it waits for them all): no barrier between the two
         self.features = lazy.persist(wait=True if reduction is None else None) if self.kind == "memory" else lazy
         if reduction is not None:
-            self.reduction_result = self.features.map_reduce(reduction.fn, aligned=reduction.aligned, shared=reduction.shared,
-                                                        combine=reduction.combine)
+            self.reduction_result = self.features.map_reduce(
+                reduction.fn, aligned=reduction.aligned, shared=reduction.shared, combine=reduction.combine)
 
     def close(self) -> None:
         if self.scratch is not None:

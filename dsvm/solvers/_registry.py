@@ -160,8 +160,8 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
     hessian : {"auto", "gram", "cg"}
         Newton only: how its system is solved (``"auto"``: :func:`resolve_hessian`).
     start : Start, optional
-        Where the solve begins and Newton's hooks (starting point, subsample problem, checkpoint
-        state in and out, an opening pass made elsewhere); default: from zero.
+        Where the solve begins and Newton's hooks (starting point, checkpoint state in and out, the
+        opening pass and ``‖∇Φ(0)‖`` made elsewhere); default: from zero.
     C : float, optional
         Pegasos only: the cost (its step sizes depend on it).
     random_state : int, optional

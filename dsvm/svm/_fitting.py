@@ -234,6 +234,8 @@ def fit_problems(
         begun.timing["feature_seconds"] = time.perf_counter() - t0
         opened = None if opening is None else opening.starts(store.reduction_result)
         problem_starts = [_problem_start(j, starts, opening, opened, begun) for j in range(len(labels))]
+        if opened is not None:
+            begun.timing["opening"] = dict(opening.stats, first_gram_rows=[initial.n_active for initial, _ in opened])
         done = _solve_problems(est, store.features, aligned, labels, make_operator, hessian, prepare_problem,
                                problem_starts, begun, ckpt)
         kind = store.kind
@@ -246,7 +248,6 @@ def _problem_start(j, starts, opening, opened, begun: _Begun) -> Start:
     """Problem ``j``'s start: the checkpoint's state, the subsample opening, or the caller's point (or zero)."""
     if opened is not None:
         initial, g_ref = opened[j]
-        begun.timing["opening"].setdefault("first_gram_rows", []).append(initial.n_active)
         return Start(x0=opening.xs[j], initial=initial, g_ref=g_ref)
     return Start(x0=None if starts is None else starts[j], resume=begun.resume if j == begun.first else None)
 

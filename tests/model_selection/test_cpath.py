@@ -47,7 +47,7 @@ def test_a_path_point_opens_the_next_C_with_the_scaled_passes_and_no_pass_over_t
     zero = np.zeros(dim)
     np.testing.assert_allclose(start.g_ref, np.linalg.norm(op(10.0).evaluate(zero, zero).grad), rtol=1e-12)
     # and the objective and relative gradient it reports at C = 10 are the fresh ones
-    f, g_rel = point.objective_gap(10.0, np.r_[np.ones(dim - 1), 0.0])
+    f, g_rel = point.objective_and_relative_gradient(10.0, np.r_[np.ones(dim - 1), 0.0])
     np.testing.assert_allclose(f, 0.5 * r1.x[:-1] @ r1.x[:-1] + fresh.loss, rtol=1e-12)
     np.testing.assert_allclose(g_rel, np.linalg.norm(np.r_[r1.x[:-1], 0.0] + fresh.grad) / start.g_ref, rtol=1e-9)
 

@@ -334,8 +334,13 @@ def test_the_search_warns_on_mixed_column_scales_unless_it_scales():
 
     X, y = make_mixed_scales_problem(n=600)
     grid = {"C": [1.0], "n_components": [30]}
-    with pytest.warns(MixedScalesWarning, match="orders of magnitude apart"):
-        NystroemSVCCV(param_grid=grid, cv=2, random_state=0).fit(X, y)
+    with pytest.warns(MixedScalesWarning, match="orders of magnitude apart") as caught:
+        NystroemSVCCV(param_grid=grid, cv=2, random_state=0, refit=False).fit(X, y)
+    assert {w.filename for w in caught if w.category is MixedScalesWarning} == {__file__}  # the caller's line
+    with pytest.warns(UserWarning, match="n_components") as caught:
+        NystroemSVCCV(param_grid={"C": [1.0], "n_components": [900]}, cv=2, random_state=0, refit=False,
+                      scale="standard").fit(X, y)
+    assert {w.filename for w in caught if "n_components" in str(w.message)} == {__file__}
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixedScalesWarning)
         NystroemSVCCV(param_grid=grid, cv=2, random_state=0, scale="standard").fit(X, y)
