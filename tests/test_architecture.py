@@ -371,7 +371,7 @@ TESTS = Path(__file__).resolve().parent
 # top-level test files that check the repository, not one module
 REPO_CHECKS = {"test_readme", "test_docs", "test_architecture", "test_public_api", "test_docstring_examples"}
 SCENARIOS = "integration"  # tests/integration/: scenario and end-to-end tests that cross layers
-MIN_MIRRORED = 65  # modules with a mirror test file when the rule came in (issue 26); may only grow
+MIN_MIRRORED = 66  # modules with a mirror test file when the rule came in (issue 26); may only grow
 
 
 def _module_names(folder: Path) -> dict[str, str]:
