@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import logging
 import multiprocessing
-import os
 import statistics
 import time
 
@@ -36,7 +35,6 @@ from dsvm import blas
 
 
 def _competing_job(threads: int, stop) -> None:
-    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
     from threadpoolctl import threadpool_limits
 
     a = np.random.default_rng(0).standard_normal((1500, 1500))

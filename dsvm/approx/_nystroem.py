@@ -505,11 +505,9 @@ def check_features(F: np.ndarray, X_block, fmap, offset: int = 0) -> None:
     """
     if all_finite(F):
         return
-    first = first_non_finite_row(F)
-    row = offset + first
+    row, rows = _first_bad_row(F, X_block, offset)
     dtype = np.dtype(getattr(fmap, "dtype", F.dtype))
-    rows = X_block[first : first + 1]
-    size = _largest(rows.data if sp.issparse(rows) else rows)
+    size = _row_largest(rows)
     if not isinstance(fmap, FeatureMap):
         raise NonFiniteError(f"the features of row {row} hold NaN or infinity in {dtype.name} (the row's largest "
                              f"|value| is {size:.3g}); scale the features or use dtype='float64'")
@@ -518,6 +516,17 @@ def check_features(F: np.ndarray, X_block, fmap, offset: int = 0) -> None:
     where = (f"{_kernel_words(fmap.spec)} overflows {dtype.name} on it" if not all_finite(K)
              else f"the Nyström map turns its finite kernel values into NaN or infinity in {dtype.name}")
     raise NonFiniteError(_row_message("features", row, size, fmap, where))
+
+
+def _first_bad_row(values: np.ndarray, X_block, offset: int):
+    """``(input row number, that input row)`` of the first row of ``values`` holding NaN or infinity."""
+    first = first_non_finite_row(values)
+    return offset + first, X_block[first : first + 1]
+
+
+def _row_largest(rows) -> float:
+    """The largest |value| of input rows, dense or sparse."""
+    return _largest(rows.data if sp.issparse(rows) else rows)
 
 
 def _row_message(what: str, row: int, size: float, kernel, where: str) -> str:
@@ -541,14 +550,12 @@ def check_expansion(values: np.ndarray, X_block, expansion: KernelExpansion, off
     """
     if all_finite(values):
         return
-    first = first_non_finite_row(values)
-    row = offset + first
+    row, rows = _first_bad_row(values, X_block, offset)
     dtype = np.dtype(expansion.dtype)
-    rows = X_block[first : first + 1]
     with np.errstate(over="ignore", invalid="ignore"):
         K = expansion.kernel_block(rows)
     if not all_finite(K):
-        size = _largest(rows.data if sp.issparse(rows) else rows)
+        size = _row_largest(rows)
         where = f"{_kernel_words(expansion.spec)} overflows {dtype.name} on it"
         raise NonFiniteError(_row_message("kernel values", row, size, expansion, where))
     raise NonFiniteError(
