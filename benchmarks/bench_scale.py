@@ -21,8 +21,9 @@ ratio of fit times and the largest coefficient difference.
 
 Usage::
 
-    python benchmarks/bench_scale.py [--rows 10000000] [-k 1000] [--feature-store auto|disk|memory|recompute]
-                                     [--workdir /path/with/60GB]
+    python benchmarks/bench_scale.py [--rows 10000000] [-k 1000] [--workdir /path/with/60GB]
+                                     [--feature-store auto|disk|memory|recompute|implicit|disk,implicit]
+                                     [--problem classification|bumps]
     python benchmarks/bench_scale.py --compare-numpy [--rows 1000000] [-k 500] [--rounds 5]
 
 Needs free disk of about 1.1 x F plus the dataset (about 45 GB for the defaults).
@@ -99,30 +100,59 @@ def _feature_flops(model, rows: int, p: int) -> tuple[float, float]:
     return 2.0 * rows * k * p + project, float(gram)
 
 
-def scale_run(args, workdir: Path) -> dict:
+class ScratchSampler(threading.Thread):
+    """The most bytes the scratch feature stores (``dsvm-features-*`` in ``workdir``) held, sampled each second."""
+
+    def __init__(self, workdir: Path):
+        super().__init__(daemon=True)
+        self.workdir, self.peak, self.stop = workdir, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            total = 0
+            for folder in self.workdir.glob("dsvm-features-*"):
+                for f in folder.rglob("*"):
+                    try:
+                        total += f.stat().st_size if f.is_file() else 0
+                    except OSError:  # removed meanwhile
+                        pass
+            self.peak = max(self.peak, total)
+            self.stop.wait(1.0)
+
+
+def make_dataset(args, workdir: Path):
+    import dsvm
+
+    if args.problem == "bumps":
+        return dsvm.make_bumps_zarr(workdir / "scale.zarr", n_samples=args.rows, n_features=args.features,
+                                    random_state=0)
+    return dsvm.make_classification_zarr(workdir / "scale.zarr", n_samples=args.rows, n_features=args.features,
+                                         random_state=0)
+
+
+def scale_run(args, workdir: Path, ds, store: str) -> dict:
     import dask.config
 
     import dsvm
     from dsvm.app.cluster import connect
 
     result: dict = {"machine": machine(), "rows": args.rows, "features": args.features, "k": args.k,
-                    "feature_store_asked": args.feature_store}
+                    "feature_store_asked": store, "problem": args.problem}
     result["gemm_gflops_before"] = gemm_gflops()
     result["dd_GBps_before"] = disk_read_bandwidth(workdir) / 1e9
-    t0 = time.perf_counter()
-    ds = dsvm.make_classification_zarr(workdir / "scale.zarr", n_samples=args.rows, n_features=args.features,
-                                       random_state=0)
-    result["generate_s"] = time.perf_counter() - t0
     with dask.config.set({"dsvm.scratch-directory": str(workdir)}), connect() as client:
-        memory = MemorySampler(client)
+        memory, scratch = MemorySampler(client), ScratchSampler(workdir)
         memory.start()
+        scratch.start()
         t_fit = time.perf_counter()
-        model = dsvm.NystroemSVC(C=1.0, n_components=args.k, random_state=0,
-                                 feature_store=args.feature_store).fit(ds)
+        model = dsvm.NystroemSVC(C=1.0, n_components=args.k, random_state=0, feature_store=store).fit(ds)
         result["fit_s"] = time.perf_counter() - t_fit
-        memory.stop.set()
-        memory.join()
+        for sampler in (memory, scratch):
+            sampler.stop.set()
+            sampler.join()
         limits = {w: info["memory_limit"] for w, info in client.scheduler_info()["workers"].items()}
+    result["scratch_peak_GB"] = scratch.peak / 1e9
+    result["objective"] = float(model.objective_)
     result["gemm_gflops_after"] = gemm_gflops()
     result["dd_GBps_after"] = disk_read_bandwidth(workdir) / 1e9
     s = model.solver_stats_
@@ -149,7 +179,7 @@ def scale_run(args, workdir: Path) -> dict:
                     "ratio_to_slower_dd": h["seconds"] / max(1, h["passes"]) / dd_F_slow} for h in prob["history"]],
         "peak_worker_rss_GB": {w: v / 1e9 for w, v in memory.peak.items()},
         "worker_memory_limit_GB": {w: v / 1e9 for w, v in limits.items()},
-        "end_to_end_s": result["fit_s"],
+        "end_to_end_s": result["fit_s"], "newton_passes": prob["n_passes"],
         "end_to_end_vs_target": result["fit_s"] / TARGET_SECONDS,
     })
     return result
@@ -174,7 +204,20 @@ def print_scale(res: dict) -> None:
               f"{p['ratio_to_dd']:.2f} x the faster dd read per pass (target <= 1.5), "
               f"{p.get('ratio_to_slower_dd', float('nan')):.2f} x the slower")
     print(f"end to end {res['end_to_end_s']:.1f} s = {res['end_to_end_vs_target']:.2f} x the {TARGET_SECONDS:.0f} s "
-          "target (10M x 28, k=1000)")
+          f"target (10M x 28, k=1000); scratch disk used at most {res['scratch_peak_GB']:.1f} GB; "
+          f"objective {res['objective']:.9g}")
+
+
+def print_stores(runs: dict) -> None:
+    """The stores of one run against the first: end to end, and the objectives' relative difference."""
+    names = list(runs)
+    base = runs[names[0]]
+    for name in names[1:]:
+        res = runs[name]
+        print(f"{name} / {names[0]}: end to end {res['end_to_end_s'] / base['end_to_end_s']:.2f} "
+              f"({res['end_to_end_s']:.0f} / {base['end_to_end_s']:.0f} s; target <= 0.5 for implicit / disk); "
+              f"objective relative difference {abs(res['objective'] - base['objective']) / abs(base['objective']):.1e} "
+              f"(target <= 1e-5); scratch {res['scratch_peak_GB']:.1f} GB against {base['scratch_peak_GB']:.1f} GB")
 
 
 #: what this process has loaded before either side's fit (dsvm and what its fits use); loaded on the fresh
@@ -262,7 +305,11 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=None, help="default 10M (1M with --compare-numpy)")
     ap.add_argument("--features", type=int, default=28)
     ap.add_argument("-k", type=int, default=None, help="default 1000 (500 with --compare-numpy)")
-    ap.add_argument("--feature-store", default="auto", help="the estimator's feature_store (default auto)")
+    ap.add_argument("--feature-store", default="auto",
+                    help="the estimator's feature_store, or several separated by commas, each fitted on the same "
+                         "dataset in turn and compared with the first (e.g. disk,implicit; default auto)")
+    ap.add_argument("--problem", choices=("classification", "bumps"), default="classification",
+                    help="make_classification_zarr's data, or make_bumps_zarr's (harder: accuracy rises with k)")
     ap.add_argument("--compare-numpy", action="store_true", help="the 1M benchmark: cluster vs numpy, alternated")
     ap.add_argument("--rounds", type=int, default=5, help="alternated pairs of --compare-numpy")
     ap.add_argument("--workdir", type=Path, default=None, help="where the dataset and the scratch store go")
@@ -284,8 +331,16 @@ def main() -> None:
             result = compare_numpy(args, workdir)
             print_compare(result)
         else:
-            result = scale_run(args, workdir)
-            print_scale(result)
+            t0 = time.perf_counter()
+            ds = make_dataset(args, workdir)
+            generate_s = time.perf_counter() - t0
+            runs = {}
+            for store in args.feature_store.split(","):
+                runs[store] = scale_run(args, workdir, ds, store)
+                runs[store]["generate_s"] = generate_s
+                print_scale(runs[store])
+            print_stores(runs)
+            result = runs if len(runs) > 1 else runs[args.feature_store]
         print(json.dumps(result, indent=1, default=float))
         save_json(result, out)
     finally:

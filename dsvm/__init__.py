@@ -34,6 +34,7 @@ _PUBLIC = {
     "open_dataset": "dsvm.io",
     "write_dataset": "dsvm.io",
     "make_classification_zarr": "dsvm.io",
+    "make_bumps_zarr": "dsvm.io",
     "CheckpointMismatchError": "dsvm.exceptions",
     "InvalidDatasetError": "dsvm.exceptions",
     "InputFileError": "dsvm.exceptions",

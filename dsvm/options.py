@@ -11,7 +11,7 @@ GAMMA_STRINGS = ("scale", "auto")
 LANDMARK_METHODS = ("uniform", "kmeans", "pivoted", "active")
 SOLVERS = ("newton", "tron", "dcd", "pegasos")
 HESSIANS = ("auto", "gram", "cg")
-FEATURE_STORES = ("auto", "memory", "disk", "recompute")
+FEATURE_STORES = ("auto", "memory", "disk", "recompute", "implicit")
 DTYPES = ("float32", "float64")
 # per-feature scaling of the input (scikit-learn's StandardScaler, MinMaxScaler, MaxAbsScaler); None: none
 SCALINGS = ("standard", "minmax", "maxabs")

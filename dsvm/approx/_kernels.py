@@ -364,6 +364,9 @@ def sq_distances(X, prep: PreparedLandmarks) -> np.ndarray:
 # vocabularies) keeps the CSR path, which never densifies.
 DENSIFY_MAX_FEATURES = 1024
 DENSIFY_SLAB_ROWS = 8192
+# dense kernel blocks are made in slabs of about this many bytes (the GEMM's output stays in cache for the
+# clip and the exp that follow)
+KERNEL_SLAB_BYTES = 4 * 2**20
 
 
 def kernel_rows(X, prep: PreparedLandmarks) -> np.ndarray:
@@ -427,7 +430,12 @@ def kernel_block(X, prep: PreparedLandmarks) -> np.ndarray:
         return out
     if not sp.issparse(X):
         out = np.empty((X.shape[0], prep.landmarks.shape[0]), dtype=prep.dtype)
-        return kernel_slab(kernel_rows(X, prep), prep, out)
+        rows = kernel_rows(X, prep)
+        # slab by slab: the element-wise passes then read the GEMM's output from the CPU cache
+        step = max(64, KERNEL_SLAB_BYTES // max(1, out.shape[1] * out.itemsize))
+        for s in range(0, rows.shape[0], step):
+            kernel_slab(rows[s : s + step], prep, out[s : s + step])
+        return out
     if prep.spec.name == "rbf":
         K = sq_distances(X, prep)
         K *= -prep.spec.gamma

@@ -257,6 +257,13 @@ class FeatureMap:
                              f"got {out.dtype} {out.shape}")
         return _kernel_times(X_block, prep, M, trmm, out)
 
+    def landmark_kernel(self) -> KernelExpansion:
+        """The kernel against the landmarks alone: an expansion with no coefficients, whose
+        :meth:`KernelExpansion.kernel_block` gives ``K(X_block, components)`` in the features' dtype.  It
+        pickles as the landmarks only (what the passes of ``feature_store="implicit"`` ship to workers)."""
+        return KernelExpansion(spec=self.spec, components=self.components,
+                               alpha=np.zeros((self.n_components, 0)), dtype=self.dtype)
+
     def expansion(self, coef: np.ndarray) -> KernelExpansion:
         """The linear model ``coef`` on this map's features, folded into the landmarks.
 

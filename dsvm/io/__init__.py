@@ -40,11 +40,11 @@ from ._replace import (
     write_file,
 )
 from ._split import split_dataset
-from ._synthetic import check_synthetic_options, make_classification_zarr
+from ._synthetic import check_synthetic_options, make_bumps_zarr, make_classification_zarr
 from ._writer import write_dataset
 
 __all__ = [
-    "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr",
+    "Dataset", "open_dataset", "ingest", "write_dataset", "split_dataset", "make_classification_zarr", "make_bumps_zarr",
     "detect_format", "check_synthetic_options", "MAX_N_FEATURES", "csv_width", "check_numeric_columns",
     "label_texts", "to_json_scalar", "check_target", "replacing", "write_file", "check_replaceable",
     "create_exclusive", "regular_file_problem", "local_target", "mark_output", "marked_output_problem",

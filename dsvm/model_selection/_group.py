@@ -89,6 +89,12 @@ def _plan_pairs(est, ctx, cands: list[dict], n_features_in: int) -> _Pairs:
     return _Pairs(gammas, c_rows)
 
 
+def _search_store(est) -> str:
+    """The feature store of the search's feature matrices: ``"implicit"`` is read as ``"auto"`` (the C path
+    gathers fold rows of F and shares one kernel store between k, which need stored features)."""
+    return "auto" if est.feature_store == "implicit" else est.feature_store
+
+
 def _draw_landmarks(est, ctx, ks: list[int]) -> dict[int, np.ndarray]:
     """Landmark rows per ``k``; uniform ones are nested: one draw of the largest ``k`` under key ``max(ks)``."""
     if est.landmarks == "uniform":
@@ -108,7 +114,7 @@ def _nested_pairs(est, ctx, rows: np.ndarray, spec, c_rows_by_k: dict, solve_pai
     rtol = default_eig_rtol(dtype) if est.eig_rtol is None else float(est.eig_rtol)
     stats, results, prev = Counter(kernel_stores=1), {}, None
     t0 = time.perf_counter()
-    with FeatureStore(ctx.X_rb, KernelColumnsMap(prepare_landmarks(rows, spec, dtype)), est.feature_store,
+    with FeatureStore(ctx.X_rb, KernelColumnsMap(prepare_landmarks(rows, spec, dtype)), _search_store(est),
                       check_finite=not ctx.checked) as kstore:
         K_LL = kernel_matrix(rows, rows, spec)
         t_kernel = time.perf_counter() - t0
@@ -117,7 +123,7 @@ def _nested_pairs(est, ctx, rows: np.ndarray, spec, c_rows_by_k: dict, solve_pai
             k_eff = min(k, rows.shape[0])
             t1 = time.perf_counter()
             normalization, lam = nystroem_normalization(K_LL[:k_eff, :k_eff], rtol)
-            with FeatureStore(kstore.features, ProjectedMap(normalization, dtype), est.feature_store,
+            with FeatureStore(kstore.features, ProjectedMap(normalization, dtype), _search_store(est),
                               check_finite=False) as fstore:
                 t_feat = time.perf_counter() - t1
                 stats.update(feature_seconds=t_feat, feature_stores=1)
@@ -134,7 +140,7 @@ def _separate_pairs(est, ctx, landmarks: dict, spec, c_rows_by_k: dict, solve_pa
     for k, c_rows in sorted(c_rows_by_k.items()):
         t1 = time.perf_counter()
         fmap = fit_feature_map(landmarks[k], spec, dtype=np.dtype(est.dtype), eig_rtol=est.eig_rtol)
-        with FeatureStore(ctx.X_rb, fmap, est.feature_store, check_finite=not ctx.checked) as fstore:
+        with FeatureStore(ctx.X_rb, fmap, _search_store(est), check_finite=not ctx.checked) as fstore:
             t_feat = time.perf_counter() - t1
             stats.update(feature_seconds=t_feat, feature_stores=1)
             pair = solve_pair(fstore.features, c_rows, t_feat, f"k={k}", None)
@@ -146,6 +152,8 @@ def search_group(est, ctx, cands: list[dict], n_features_in: int, *, n_jobs=None
                  return_train_score: bool = False) -> GroupResult:
     """Scores of every candidate of one group (candidates sharing their non-(C, gamma, k) parameters)."""
     pairs = _plan_pairs(est, ctx, cands, n_features_in)
+    if est.feature_store == "implicit":
+        logger.info("search: the C paths run on stored features (feature_store='auto'); the refit is implicit")
     class_w = class_weights(est.class_weight, ctx.classes, ctx.codes)
     m, S = ctx.classes.size, ctx.n_splits
     positives = [1] if m == 2 else list(range(m))

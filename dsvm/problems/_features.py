@@ -1,6 +1,7 @@
-"""The feature stage of a fit: ``F = K(X, L) · M`` kept in memory, on a scratch disk, or recomputed.
+"""The feature stage of a fit: ``F = K(X, L) · M`` kept in memory, on a scratch disk, recomputed, or never
+formed (implicit: every pass computes kernel blocks, :mod:`dsvm.problems._implicit`).
 
-:func:`plan_feature_store` decides where by a small cost model
+:func:`plan_feature_store` decides which by a small cost model
 (``feature_store="auto"``); :class:`FeatureStore` holds the feature blocks
 for the length of a fit and removes its scratch store afterwards.  On disk
 the blocks are raw files read with ``O_DIRECT`` (:func:`dsvm.blocks.spill_blocks`);
@@ -16,19 +17,21 @@ from contextlib import ExitStack
 import numpy as np
 
 from .. import config
-from ..approx import check_features
+from ..approx import check_expansion, check_features
 from ..blocks import (
     BlockReduction,
     RowBlocks,
     cluster_memory,
     make_temporary_folder,
     remove_temporary_folder,
+    row_index_blocks,
     spill_blocks,
 )
 from ..checks import check_finite_block
 from ..exceptions import disk_full_error, is_disk_full
 from ..options import FEATURE_STORES
 from ..signals import sigterm_cleanup
+from ._implicit import ImplicitFeatures
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +54,13 @@ def _feature_block(X_block, fmap, check_finite, offset=0, out=None):
     return F
 
 
+#: passes a fit is expected to make over its features (a Newton solve with the subsample opening), for weighing
+#: a feature stage made once against per-pass costs
+EXPECTED_PASSES = 6
+#: float32 exps one thread computes per second (numpy's vectorised loop), for the kernel's cost
+EXP_RATE = 1e9
+
+
 def plan_feature_store(
     requested: str, X: RowBlocks, n_out: int, n_components: int, itemsize: int, sparse_density: float | None = None
 ) -> tuple[str, str]:
@@ -59,33 +69,44 @@ def plan_feature_store(
     ``memory``
         persisted in the (cluster's) memory: when ``F`` takes at most
         ``dsvm.memory-fraction`` of it;
+    ``implicit``
+        never formed: every pass computes the kernel blocks ``K(X_b, L)`` and
+        works through ``M`` on k-vectors (:mod:`dsvm.problems._implicit`);
+        chosen over ``disk`` when :data:`EXPECTED_PASSES` kernel passes
+        (the distance GEMM ``2 n k (p + 2)`` flops, ``n k`` exps, reading ``X``)
+        cost less than the feature stage (which adds the projection,
+        ``2 n k r`` flops, and writing ``F``) plus as many reads of ``F``;
     ``disk`` (also requested as ``zarr``)
         written once to raw files in the scratch directory and read every pass;
     ``recompute``
-        recomputed from ``X`` every pass: chosen over ``disk`` when the
-        kernel GEMMs (``2 n k (p + r)`` flops spread over all threads) plus
-        reading ``X`` take less time than reading ``F`` back.
+        ``F`` recomputed, projection included, from ``X`` every pass (only on request:
+        ``implicit`` does the same passes without the projection).
+
+    In-memory input keeps ``F`` in memory unless ``implicit`` is requested.
     """
     if requested not in FEATURE_STORES:
         raise ValueError(f"feature_store={requested!r} is not supported; choose one of {FEATURE_STORES}")
+    if requested == "implicit":
+        return requested, "requested"
     if not X.is_distributed:
         return "memory", "in-memory input"
     if requested != "auto":
         return requested, "requested"
     n = X.n_rows
-    p = X.n_cols
     f_bytes = float(n) * n_out * itemsize
     memory, threads = cluster_memory()
     if f_bytes <= config.get("memory-fraction") * memory:
         return "memory", f"F = {f_bytes / 2**30:.2f} GiB fits in {memory / 2**30:.2f} GiB of cluster memory"
-    p_eff = p * (sparse_density if sparse_density is not None else 1.0)
+    p_eff = X.n_cols * (sparse_density if sparse_density is not None else 1.0)
     x_bytes = float(n) * max(p_eff, 1.0) * (12 if sparse_density is not None else itemsize)
-    bandwidth = config.get("disk-bandwidth")
-    read_s = f_bytes / bandwidth
-    recompute_s = 2.0 * n * n_components * (p_eff + n_out) / (config.get("flops-per-thread") * threads) + x_bytes / bandwidth
-    if recompute_s < read_s:
-        return "recompute", f"F = {f_bytes / 2**30:.2f} GiB > memory; recomputing (~{recompute_s:.1f}s/pass) beats reading (~{read_s:.1f}s/pass)"
-    return "disk", f"F = {f_bytes / 2**30:.2f} GiB > memory; reading from scratch (~{read_s:.1f}s/pass) beats recomputing (~{recompute_s:.1f}s/pass)"
+    bandwidth, rate = config.get("disk-bandwidth"), config.get("flops-per-thread") * threads
+    kernel_s = 2.0 * n * n_components * (p_eff + 2) / rate + n * n_components / (EXP_RATE * threads)
+    implicit_s = EXPECTED_PASSES * (kernel_s + x_bytes / bandwidth)
+    disk_s = kernel_s + 2.0 * n * n_components * n_out / rate + (EXPECTED_PASSES + 1) * f_bytes / bandwidth
+    sizes = f"F = {f_bytes / 2**30:.2f} GiB > memory; ~{EXPECTED_PASSES} passes"
+    if implicit_s < disk_s:
+        return "implicit", f"{sizes}: computing kernel blocks every pass (~{implicit_s:.0f}s) beats the feature stage and reading F from scratch (~{disk_s:.0f}s)"
+    return "disk", f"{sizes}: the feature stage and reading F from scratch (~{disk_s:.0f}s) beat computing kernel blocks every pass (~{implicit_s:.0f}s)"
 
 
 def plan_store_dtype(requested: str, fmap, n_rows: int) -> tuple[str | None, str]:
@@ -147,7 +168,8 @@ class FeatureStore:
     features : RowBlocks
         The feature rows, aligned with ``X``.
     kind : str
-        ``"memory"``, ``"disk"`` or ``"recompute"``.
+        ``"memory"``, ``"disk"``, ``"recompute"`` or ``"implicit"`` (``features`` is then an
+        :class:`~dsvm.problems._implicit.ImplicitFeatures`: its passes compute kernel blocks).
     reduction_result
         The result of ``reduction`` (None without).
     """
@@ -180,9 +202,13 @@ class FeatureStore:
                     raise disk_full_error(
                         exc, base, "the scratch feature store", needed=f_bytes,
                         hint="set dsvm.scratch-directory (DASK_DSVM__SCRATCH_DIRECTORY) to a disk with room, or "
-                             "use feature_store='recompute'",
+                             "use feature_store='implicit'",
                     ) from None
                 raise
+            return
+        if self.kind == "implicit":
+            self.features = ImplicitFeatures(X, fmap)
+            self.reduction_result = _first_implicit_pass(X, fmap, check_finite, reduction)
             return
         lazy = X.map_blocks(_feature_block, fmap.n_output, fmap.dtype, shared=shared, with_offset=True)
         # with a reduction to run on one worker, it starts on each block as soon as that block is in
@@ -191,6 +217,13 @@ class FeatureStore:
         if reduction is not None:
             self.reduction_result = self.features.map_reduce(
                 reduction.fn, aligned=reduction.aligned, shared=reduction.shared, combine=reduction.combine)
+
+    @staticmethod
+    def request_rows(X: RowBlocks, fmap, kind: str) -> RowBlocks:
+        """What operators built before the store (to prepare passes it will run, as the opening's) take as
+        their features: :class:`~dsvm.problems._implicit.ImplicitFeatures` for ``kind="implicit"`` (their
+        points must be lifted), else ``X`` itself (only the aligned arrays and the parameters count)."""
+        return ImplicitFeatures(X, fmap) if kind == "implicit" else X
 
     def close(self) -> None:
         if self.scratch is not None:
@@ -204,6 +237,45 @@ class FeatureStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _checked_kernel_block(X_block, rows, *rest):
+    """The first implicit pass on one block: ``X`` (when ``check``) and its kernel values checked finite,
+    naming the row, then the reduction's function on the kernel block (None without one).
+
+    ``rest`` is ``(*reduction_aligned, kernel, check, fn, *reduction_shared)``.
+    """
+    at = next(i for i, v in enumerate(rest) if isinstance(v, _FirstPass))  # aligned blocks come first
+    aligned, first, shared = rest[:at], rest[at], rest[at + 1:]
+    offset = int(rows[0]) if len(rows) else 0
+    if first.check:
+        check_finite_block(X_block, offset)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is named just below, with its row
+        K = first.kernel.kernel_block(X_block)
+    check_expansion(K, X_block, first.kernel, offset)  # the kernel's own values: an expansion without α
+    return None if first.fn is None else first.fn(K, *aligned, *shared)
+
+
+class _FirstPass:
+    """What the first implicit pass does besides its reduction (a marked shared argument)."""
+
+    def __init__(self, kernel, check: bool, fn):
+        self.kernel, self.check, self.fn = kernel, check, fn
+
+
+def _first_implicit_pass(X: RowBlocks, fmap, check_finite: bool, reduction: BlockReduction | None):
+    """The feature stage of implicit features: one pass that checks every block (its input when
+    ``check_finite``, its kernel values always) and runs ``reduction`` on the kernel blocks; its result."""
+    first = _FirstPass(fmap.landmark_kernel(), check_finite, None if reduction is None else reduction.fn)
+    aligned = () if reduction is None else tuple(reduction.aligned)
+    shared = () if reduction is None else tuple(reduction.shared)
+    combine = _no_result if reduction is None else reduction.combine
+    return X.map_reduce(_checked_kernel_block, aligned=(row_index_blocks(X), *aligned), shared=(first, *shared),
+                        combine=combine)
+
+
+def _no_result(parts):
+    return None
 
 
 def _scratch_directory() -> str:

@@ -123,11 +123,13 @@ def unpack_symmetric(packed: np.ndarray) -> np.ndarray:
     return A
 
 
-def scaled_rows(F: np.ndarray, rows: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sqrt(c) F[rows], sqrt(c))`` for the rows of a Gram update (a copy, in F's dtype)."""
+def scaled_rows(F: np.ndarray, rows: np.ndarray, c: np.ndarray, dtype=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(sqrt(c) F[rows], sqrt(c))`` for the rows of a Gram update (a copy, in ``dtype``: default F's)."""
     sc = np.sqrt(c[rows])
     S = F[rows]
-    S *= sc[:, None].astype(F.dtype)
+    if dtype is not None and np.dtype(dtype) != S.dtype:
+        S = S.astype(dtype)
+    S *= sc[:, None].astype(S.dtype)
     return S, sc
 
 
@@ -173,7 +175,7 @@ class _GramSum:
             if (cost == cost[0]).all():
                 self._gather(F, idx, float(cost[0]))
                 return
-        self.add_scaled(*scaled_rows(F, rows, c), sign)
+        self.add_scaled(*scaled_rows(F, rows, c, self.dtype), sign)
 
     def _gather(self, F: np.ndarray, idx: np.ndarray, cost: float) -> None:
         """Copy the rows ``F[idx]`` (all of cost ``cost``) into the buffer, taking its product when it is full."""
@@ -188,8 +190,12 @@ class _GramSum:
         self._cost = cost
         while idx.size:
             take = min(idx.size, SLAB_ROWS - self._n_rows)
-            # mode="clip": out is written directly (mode="raise" would buffer it); idx is in range
-            F.take(idx[:take], axis=0, out=self._rows[self._n_rows : self._n_rows + take], mode="clip")
+            into = self._rows[self._n_rows : self._n_rows + take]
+            if F.dtype == self.dtype:
+                # mode="clip": out is written directly (mode="raise" would buffer it); idx is in range
+                F.take(idx[:take], axis=0, out=into, mode="clip")
+            else:
+                into[...] = F[idx[:take]]
             self._n_rows += take
             idx = idx[take:]
             if self._n_rows == SLAB_ROWS:
@@ -279,7 +285,7 @@ class GramDelta:
     def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float) -> None:
         """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
         if rows.any():
-            self._add_parts([scaled_rows(F, rows, c)], 1.0 if sign > 0 else -1.0)
+            self._add_parts([scaled_rows(F, rows, c, self.dtype)], 1.0 if sign > 0 else -1.0)
 
     def _add_parts(self, parts: list, sign: float) -> None:
         self.parts[sign].extend(parts)
@@ -388,7 +394,8 @@ def _fused_pass(F, c, params, residual, residual_grid):
     grad = np.zeros(r + 1)
     loss_grid = np.zeros(t_grid.size)
     pack = params.get("pack", True)
-    gram = _GramSum(r, F.dtype) if hessian == "full" else GramDelta(r, F.dtype, pack) if hessian == "delta" else None
+    gram_dtype = np.dtype(params.get("gram_dtype") or F.dtype)  # float64 over kernel blocks (see _implicit)
+    gram = _GramSum(r, gram_dtype) if hessian == "full" else GramDelta(r, gram_dtype, pack) if hessian == "delta" else None
     for s in range(0, n, SLAB_ROWS):
         sl = slice(s, min(s + SLAB_ROWS, n))
         Fs, cs = F[sl], c[sl]
@@ -430,7 +437,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
         "n_positive": n_positive,
         "loss_grid": loss_grid,
         # full: 0.0 (not a matrix) when no row entered the sum, which adds like a zero matrix in the reduction
-        "hess": gram if isinstance(gram, GramDelta) else gram.result(pack, F.dtype) if gram is not None else None,
+        "hess": gram if isinstance(gram, GramDelta) else gram.result(pack, gram_dtype) if gram is not None else None,
     }
 
 

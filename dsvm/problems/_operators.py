@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..blocks import BlockReduction, RowBlocks, available_memory, row_uniform
+from ._implicit import ImplicitFeatures
 from ._losses import (
     GramDelta,
     hinge_loss_block,
@@ -88,6 +89,12 @@ class LossOperator:
     :mod:`dsvm.problems._losses`), the aligned row arrays they read and the
     parameters they share.
 
+    Over :class:`~dsvm.problems._implicit.ImplicitFeatures` the block
+    functions see kernel blocks: every point is lifted to the kernel's
+    coordinates before a pass (:meth:`block_point`) and the pass's sums are
+    carried back to the features' (gradient, Gram matrix, Hessian products),
+    so solvers see the same problem either way.
+
     Attributes
     ----------
     n_passes : int
@@ -96,7 +103,8 @@ class LossOperator:
         Where the margins at the last points evaluated are kept
         (:class:`~dsvm.problems._margin_cache.MarginCache`): this dict for
         in-process blocks, each worker process for distributed ones
-        (:data:`~dsvm.problems._margin_cache.IN_PROCESS`); None turns caching off.
+        (:data:`~dsvm.problems._margin_cache.IN_PROCESS`); None turns caching off
+        (implicit features: their kernel blocks are new objects every pass).
     """
 
     _pass_fn = None
@@ -109,7 +117,10 @@ class LossOperator:
         self.fixed_params = fixed_params
         self.fit_intercept = bool(fit_intercept)
         self.n_passes = 0
+        self.implicit = features if isinstance(features, ImplicitFeatures) else None
         self.margin_cache: dict | str | None = IN_PROCESS if features.is_distributed else {}
+        if self.implicit is not None:
+            self.margin_cache = None
         # (rows of positive cost, predicted positive) at the last points evaluated, by the point's bytes
         self._predicted: dict[bytes, tuple[int, int]] = {}
 
@@ -139,33 +150,33 @@ class LossOperator:
         elsewhere (e.g. on feature blocks as they are made); :meth:`pass_result` reads its sum."""
         params = {
             **self.fixed_params,
-            "x0": np.asarray(x0, dtype=np.float64),
-            "x1": np.asarray(x1, dtype=np.float64),
+            "x0": self.block_point(x0),
+            "x1": self.block_point(x1),
+            "point": np.asarray(x1, dtype=np.float64),
             "t_grid": np.asarray(t_grid, dtype=np.float64),
             "hessian": hessian,
             # partial Gram matrices are packed only to travel between processes
             "pack": self.features.is_distributed,
         }
+        if self.implicit is not None:
+            params["gram_dtype"] = "float64"  # see dsvm.problems._implicit: M amplifies a Gram's rounding
         if self.margin_cache is not None:
             params.update(margin_cache=self.margin_cache, x0_key=params["x0"].tobytes(),
                           x1_key=params["x1"].tobytes())
         return type(self)._pass_fn, self.aligned, params
 
+    def block_point(self, x: np.ndarray) -> np.ndarray:
+        """The point ``x = (w, b)`` (or points, one per row) as the block functions take it: lifted to the
+        kernel's coordinates over implicit features, else as it is (float64)."""
+        return np.asarray(x, dtype=np.float64) if self.implicit is None else self.implicit.lift(x)
+
     def pass_result(self, out: dict, params: dict) -> PassResult:
         """The :class:`PassResult` of the summed block results ``out`` of :meth:`pass_request`'s pass."""
         grad = out["grad"]
-        hess = out["hess"]
-        if isinstance(hess, GramDelta):
-            hess = 2.0 * hess.matrix()
-        elif hess is not None:
-            # packed (1-d) from other processes, a matrix in this one, or a scalar 0.0
-            # when no block had a row to add (see losses._GramSum.result)
-            if np.ndim(hess) == 1:
-                hess = 2.0 * unpack_symmetric(hess)
-            elif np.ndim(hess) == 2:
-                hess = np.multiply(hess, 2.0, dtype=np.float64)
-            else:
-                hess = np.zeros((params["x1"].size,) * 2)
+        hess = _gram_matrix(out["hess"], params["x1"].size)
+        if self.implicit is not None:
+            grad = self.implicit.project(grad)
+            hess = None if hess is None else self.implicit.project_gram(hess)
         if not self.fit_intercept:
             grad = grad.copy()
             grad[-1] = 0.0
@@ -183,7 +194,7 @@ class LossOperator:
             n_positive=int(out.get("n_positive", -1)),
         )
         if result.n_costed >= 0:
-            self._predicted[params["x1"].tobytes()] = (result.n_costed, result.n_positive)
+            self._predicted[params["point"].tobytes()] = (result.n_costed, result.n_positive)
             while len(self._predicted) > PREDICTED_KEPT:
                 del self._predicted[next(iter(self._predicted))]
         return result
@@ -195,9 +206,12 @@ class LossOperator:
 
     def hess_vec(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """``2 [F 1]_Aᵀ C [F 1]_A v`` (the loss part of the generalized Hessian)."""
-        params = {**self.fixed_params, "x": np.asarray(x, dtype=np.float64), "V": np.asarray(v, dtype=np.float64)}
+        v = np.asarray(v, dtype=np.float64)
+        params = {**self.fixed_params, "x": self.block_point(x), "V": self.block_point(v.T).T}
         out = 2.0 * self.features.map_reduce(type(self)._hvp_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
+        if self.implicit is not None:
+            out = self.implicit.project(out.T).T
         if not self.fit_intercept:
             out[-1] = 0.0
         return out
@@ -237,7 +251,7 @@ class SquaredHingeOperator(LossOperator):
     def hinge_objective(self, x: np.ndarray) -> float:
         """``½‖w‖² + Σ c_i max(0, 1 − y_i m_i)`` at ``x`` (one pass)."""
         x = np.asarray(x, dtype=np.float64)
-        params = {**self.fixed_params, "x": x}
+        params = {**self.fixed_params, "x": self.block_point(x)}
         loss = self.features.map_reduce(hinge_loss_block, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
         return 0.5 * float(x[:-1] @ x[:-1]) + float(loss)
@@ -275,8 +289,11 @@ class SquaredHingeOperator(LossOperator):
     def fold(self, step: Callable, state: Any, params: Any, order=None) -> Any:
         """``state = step(F_i, y_i, c_i, state, params)`` for the blocks in ``order`` (default: all, in
         order), with each block's features, ±1 labels and row costs; one pass, on Dask a chain of tasks."""
-        out = self.features.fold(_labelled_step, state, aligned=self.aligned,
-                                 shared=(self.fixed_params, step, params), order=order)
+        fixed = self.fixed_params
+        if self.implicit is not None:  # the step works on feature blocks: each kernel block projected here
+            fixed = {**fixed, "projection": self.implicit.M.astype(self.implicit.fmap.dtype)}
+        out = self.features.fold(_labelled_step, state, aligned=self.aligned, shared=(fixed, step, params),
+                                 order=order)
         self.n_passes += 1
         return out
 
@@ -286,7 +303,24 @@ class SquaredHingeOperator(LossOperator):
         return 1.0 if sw is None else float(sw.map_reduce(_max_block, combine=max))
 
 
+def _gram_matrix(hess, dim: int) -> np.ndarray | None:
+    """A pass's Gram sum (without the factor 2) as a float64 matrix times 2, or None without one."""
+    if isinstance(hess, GramDelta):
+        return 2.0 * hess.matrix()
+    if hess is None:
+        return None
+    # packed (1-d) from other processes, a matrix in this one, or a scalar 0.0
+    # when no block had a row to add (see losses._GramSum.result)
+    if np.ndim(hess) == 1:
+        return 2.0 * unpack_symmetric(hess)
+    if np.ndim(hess) == 2:
+        return np.multiply(hess, 2.0, dtype=np.float64)
+    return np.zeros((dim, dim))
+
+
 def _labelled_step(F, codes, sample_weight, state, fixed, step, params):
+    if "projection" in fixed:
+        F = F @ fixed["projection"]
     return step(F, labels_pm1(codes, fixed["positive"]), row_costs(codes, sample_weight, fixed["class_cost"]),
                 state, params)
 
@@ -357,7 +391,7 @@ def active_row_sample(ops: list, xs: list[np.ndarray], rows: RowBlocks, k: int, 
     drawn the same way (to fill up with) and the number of active rows.
     """
     op0 = ops[0]
-    params_list = [{**op.fixed_params, "x": np.asarray(x, dtype=np.float64)} for op, x in zip(ops, xs)]
+    params_list = [{**op.fixed_params, "x": op.block_point(x)} for op, x in zip(ops, xs)]
     out = op0.features.map_reduce(
         _active_sample_block, aligned=(rows, *op0.aligned),
         shared=(type(op0)._active_fn, params_list, int(k), int(seed)), combine=_merge_samples,

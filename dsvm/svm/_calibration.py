@@ -214,8 +214,8 @@ class PlattCalibration:
                 f"{label}{not_converged} of {self.n_folds} calibration fold solves did not converge; increase max_iter",
                 ConvergenceWarning, stacklevel=4,
             )
-        dec, pos = F.map_reduce(
-            heldout_pairs_block, aligned=(codes, self._folds, sample_weight), shared=(W, positive),
+        dec, pos = F.map_reduce(  # the fold models as the blocks take them (lifted over implicit features)
+            heldout_pairs_block, aligned=(codes, self._folds, sample_weight), shared=(op.block_point(W), positive),
             combine=concat_pairs,
         )
         if dec.size == 0:

@@ -32,7 +32,7 @@ from ..approx import (
     select_landmarks,
     warn_if_few_distinct,
 )
-from ..blocks import RowBlocks, row_index_blocks
+from ..blocks import RowBlocks, cluster_memory, row_index_blocks
 from ..checks import resolve_seed
 from ..problems import FeatureStore, active_row_sample, plan_feature_store
 from ..progress import stage
@@ -215,15 +215,13 @@ def fit_problems(
     fmap, r = begun.fmap, begun.fmap.n_output
     starts = start(fmap) if start is not None and state is None else None
     hessian = resolve_hessian(est.hessian, X_rb.n_rows, r + 1, X_rb.is_distributed)
-    opening = plan = None
+    opening = None
+    plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
     if X_rb.is_distributed:
-        plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
-        if plan[0] != "recompute":  # recomputed passes read X (and so the labels) again anyway
-            aligned = [a.persist() if a is not None else None for a in aligned]
+        X_rb, aligned = _persist_for_passes(X_rb, aligned, plan[0])
     if est.solver == "newton" and state is None and starts is None:
         with stage("opening (a fit on a subsample)"):
-            opening = _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked,
-                               "memory" if plan is None else plan[0])
+            opening = _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, plan[0])
         if opening is not None:
             begun.timing["opening"] = opening.stats
     t0 = time.perf_counter()
@@ -242,6 +240,19 @@ def fit_problems(
     if ckpt is not None:
         ckpt.complete()
     return _fit_result(begun, done, labels, X_rb.n_rows, hessian, kind, t_start)
+
+
+def _persist_for_passes(X_rb: RowBlocks, aligned, kind: str):
+    """``(X, aligned)`` as the fit's passes read them: the aligned arrays kept in cluster memory (unless every
+    pass recomputes F, reading them with X anyway), and for implicit features X too where it takes at most
+    half of ``dsvm.memory-fraction`` (every pass reads it)."""
+    if kind == "recompute":
+        return X_rb, aligned
+    if kind == "implicit":
+        x_bytes = float(X_rb.n_rows) * X_rb.n_cols * 4  # float32 or sparse: about that or less per cell
+        if x_bytes <= 0.5 * config.get("memory-fraction") * cluster_memory()[0]:
+            X_rb = X_rb.persist()
+    return X_rb, [a.persist() if a is not None else None for a in aligned]
 
 
 def _problem_start(j, starts, opening, opened, begun: _Begun) -> Start:
@@ -315,7 +326,7 @@ def _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, 
                      read_seconds)
     if m is None:
         return None
-    return subsample_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, m, checked)
+    return subsample_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, m, checked, kind)
 
 
 def _active_landmarks(est, X_rb, checked, aligned, n_problems, make_operator, spec, k) -> Landmarks:

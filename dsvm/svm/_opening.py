@@ -187,11 +187,13 @@ def _finite(X) -> bool:
 
 
 def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fmap, hessian: str,
-                      make_operator: Callable, labels: Sequence, m: int, checked: bool) -> Opening | None:
+                      make_operator: Callable, labels: Sequence, m: int, checked: bool,
+                      kind: str = "memory") -> Opening | None:
     """Solve the subsample problem of every class here and prepare the opening passes (module docstring).
 
     ``aligned`` are ``X``'s aligned arrays (labels or targets, sample weights);
-    ``make_operator(features, aligned, j)`` the operator of problem ``j``.
+    ``make_operator(features, aligned, j)`` the operator of problem ``j``; ``kind`` the fit's feature
+    store (:class:`~dsvm.problems.FeatureStore`), whose passes the opening's run with.
     None when the subsample holds NaN or infinity (the feature stage reports the row).
     """
     t0 = time.perf_counter()
@@ -217,7 +219,8 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
                         max_iter=30, hessian=hessian, label=prefix + "[subsample] ", options=options)
             xs.append(res.x)
             iters.append(res.n_iter)
-    ops = [make_operator(X, aligned, j) for j in range(len(labels))]
+    rows_for_passes = FeatureStore.request_rows(X, fmap, kind)
+    ops = [make_operator(rows_for_passes, aligned, j) for j in range(len(labels))]
     seconds = time.perf_counter() - t0
     logger.info("opening: %d of %d rows solved in this process in %.2fs (%s Newton iterations); the first "
                 "passes of the full solve run with the features", rows.size, n, seconds, iters)

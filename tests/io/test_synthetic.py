@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsvm.io import make_classification_zarr, open_dataset
-from dsvm.io._synthetic import GENERATION_BLOCK, SphereSource
+from dsvm.io import make_bumps_zarr, make_classification_zarr, open_dataset
+from dsvm.io._synthetic import GENERATION_BLOCK, BumpsSource, SphereSource
 
 
 def test_independent_of_chunking(tmp_path):
@@ -131,3 +131,42 @@ def test_the_demo_refuses_more_rows_than_any_disk_holds(tmp_path):
     assert lines[0].startswith("dsvm demo: error: out/data/train.zarr: 1000000000000000 rows x 20 features of "
                                "float32 need at least "), lines
     assert not (tmp_path / "out" / "data").exists()
+
+
+def test_the_bumps_problem_labels_the_sphere_inputs_by_a_sum_of_bumps_for_any_chunking(tmp_path):
+    """Same inputs as the sphere for the same seed; labels the sign of Σ a_j exp(−s‖x − c_j‖²) − f_med, computed
+    here from the source's centres and weights directly; balanced; independent of chunking."""
+    a = make_bumps_zarr(tmp_path / "a.zarr", 3000, 12, n_bumps=300, noise=0.0, chunk_rows=1000, random_state=4)
+    b = make_bumps_zarr(tmp_path / "b.zarr", 3000, 12, n_bumps=300, noise=0.0, chunk_rows=777, random_state=4)
+    sphere = make_classification_zarr(tmp_path / "s.zarr", 3000, 12, noise=0.0, random_state=4)
+    Xa, ya = a.load()
+    Xb, yb = b.load()
+    np.testing.assert_array_equal(Xa, Xb)
+    np.testing.assert_array_equal(ya, yb)
+    np.testing.assert_array_equal(Xa, sphere.load()[0])
+    src = BumpsSource(3000, 12, 300, 0.3, 0.0, 4)
+    X = Xa.astype(np.float64)
+    d2 = ((X[:, None, :] - src.centres[None, :, :]) ** 2).sum(axis=2)
+    f = np.exp(-d2 / (2 * 0.3**2 * 12)) @ src.weights
+    expected = np.where(f > src.offset, 1, -1)
+    assert (expected == ya).mean() > 0.999  # rows within float32 rounding of the boundary may differ
+    assert 0.45 < (ya > 0).mean() < 0.55
+    assert a.attrs["generator"] == "bumps-v1" and a.attrs["n_bumps"] == 300
+
+
+def test_the_bumps_problem_gains_accuracy_with_landmarks(tmp_path):
+    from dsvm import NystroemSVC
+
+    X, y = make_bumps_zarr(tmp_path / "b.zarr", 24_000, 10, n_bumps=1000, noise=0.0, random_state=0).load()
+    scores = [NystroemSVC(n_components=k, C=10.0, random_state=0).fit(X[:20_000], y[:20_000]).score(X[20_000:], y[20_000:])
+              for k in (25, 400)]
+    assert scores[1] > scores[0] + 0.03
+
+
+@pytest.mark.parametrize("options,message", [({"n_bumps": 0}, "n_bumps must be a positive integer"),
+                                             ({"width": 0.0}, "width must be a positive number"),
+                                             ({"width": "wide"}, "width must be a positive number")])
+def test_bad_bumps_arguments_are_named_before_anything_is_written(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        make_bumps_zarr(tmp_path / "x.zarr", 100, 5, **options)
+    assert not (tmp_path / "x.zarr").exists()

@@ -60,12 +60,13 @@ def test_auto_policy_follows_memory(data):
     assert plan_feature_store("auto", as_row_blocks(X, 100), 50, 50, 4)[0] == "memory"
     with dask.config.set({"dsvm.memory-fraction": 1e-12}):
         kind, reason = plan_feature_store("auto", rb, 50, 50, 4)
-        assert kind in ("disk", "recompute") and "GiB" in reason
-        # a slow disk makes recomputing (cheap here: p = 5) the better choice
+        assert kind in ("disk", "implicit") and "GiB" in reason
+        # a slow disk makes kernel passes (cheap here: p = 5) the better choice; "recompute" is never chosen
         with dask.config.set({"dsvm.disk-bandwidth": 1.0}):
-            assert plan_feature_store("auto", rb, 500, 500, 4)[0] == "recompute"
-        with dask.config.set({"dsvm.flops-per-thread": 1.0}):
-            assert plan_feature_store("auto", rb, 500, 500, 4)[0] == "disk"
+            assert plan_feature_store("auto", rb, 500, 500, 4)[0] == "implicit"
+        # a fast disk and few landmark columns make the stage and its reads the better choice
+        with dask.config.set({"dsvm.disk-bandwidth": 1e15}):
+            assert plan_feature_store("auto", rb, 2, 2, 4)[0] == "disk"
     with pytest.raises(ValueError, match="feature_store"):
         plan_feature_store("ssd", rb, 5, 5, 4)
 
@@ -78,7 +79,7 @@ def test_empty_row_chunks_give_the_same_model_in_every_store(tmp_path, chunks):
     ref = NystroemSVC(**params).fit(X, y)
     Xd, yd = da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=(chunks,))
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
-        for store in ("disk", "memory", "recompute"):
+        for store in ("disk", "memory", "recompute", "implicit"):
             m = NystroemSVC(**params, feature_store=store).fit(Xd, yd)
             np.testing.assert_allclose(m.objective_, ref.objective_, rtol=1e-9, err_msg=store)
             np.testing.assert_allclose(m.coef_, ref.coef_, rtol=1e-6, atol=1e-9, err_msg=store)

@@ -1,0 +1,143 @@
+"""Implicit features (``feature_store="implicit"``): ``F = K(X, L) · M`` used without ever being formed.
+
+A linear model on the features only ever needs ``F`` through products, and each
+has a form on the kernel block ``K = K(X_b, L)`` (``k`` columns) that skips the
+projection by ``M`` (``2 n k r`` flops, most of a feature stage):
+
+* margins ``F w + b = K (M w) + b``;
+* gradients ``Fᵀ g = Mᵀ (Kᵀ g)``;
+* the Gram matrix of the active rows ``F_Aᵀ F_A = Mᵀ (K_Aᵀ K_A) M``.
+
+The Gram matrix is summed in float64 from the float32 kernel values: ``M``
+is ``Λ^{-1/2} V`` (or ``R⁻¹``), up to ``eig_rtol^{-1/2}`` times larger than
+its smallest entries, and carrying a float32 sum through it on both sides
+would multiply that sum's rounding by up to ``1/eig_rtol`` (10⁶ by default),
+enough to stall Newton's method; margins and gradients, carried through ``M``
+once, keep float32 accuracy relative to the product's size.
+
+So a pass over :class:`ImplicitFeatures` computes each block's kernel values
+from ``X`` and hands them to the same block functions a pass over ``F`` uses,
+with its points lifted to the kernel's coordinates (:meth:`ImplicitFeatures.lift`:
+``(w, b) → (M w, b)``); the k-vectors and the ``(k+1)²`` Gram matrix that come
+back are carried to the features' coordinates in this process
+(:meth:`ImplicitFeatures.project`, :meth:`ImplicitFeatures.project_gram`).
+The operators of :mod:`dsvm.problems._operators` do both, so a solver sees the
+same problem as over stored features.  Nothing of size ``n x k`` outlives a
+block's task, and no scratch disk is used.
+
+Where the rows themselves are wanted in this process (``take``, ``compute``:
+LIBLINEAR's DCD gathers ``F``) they are the real features, computed there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..blas import blas_for_order
+from ..blocks import RowBlocks
+
+__all__ = ["ImplicitFeatures"]
+
+
+def _on_kernel_block(X_block, *rest):
+    """``fn(K(X_block, L), *aligned, *shared)``: ``rest`` is ``(*aligned, kernel, fn, *shared)``, the
+    split told by ``kernel``'s position (aligned blocks are arrays or None, never a kernel)."""
+    at = next(i for i, v in enumerate(rest) if isinstance(v, _KernelTag))
+    aligned, tag, fn, shared = rest[:at], rest[at], rest[at + 1], rest[at + 2:]
+    return fn(tag.kernel.kernel_block(X_block), *aligned, *shared)
+
+
+def _kernel_step(X_block, *rest):
+    """A fold's step on the kernel block: ``rest`` is ``(*aligned, state, kernel, fn, *shared)``."""
+    at = next(i for i, v in enumerate(rest) if isinstance(v, _KernelTag))
+    aligned_and_state, tag, fn, shared = rest[:at], rest[at], rest[at + 1], rest[at + 2:]
+    return fn(tag.kernel.kernel_block(X_block), *aligned_and_state, *shared)
+
+
+class _KernelTag:
+    """The landmark kernel as a shared argument, marked so that the block wrappers can find it."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+
+class ImplicitFeatures(RowBlocks):
+    """The features ``F = K(X, L) · M`` of a fit, never formed: passes see kernel blocks.
+
+    Parameters
+    ----------
+    X : RowBlocks
+        The (scaled) input rows.
+    fmap : FeatureMap
+        The Nyström map (:class:`dsvm.approx.FeatureMap`).
+
+    Notes
+    -----
+    :meth:`map_reduce` and :meth:`fold` hand their function the *kernel* block
+    ``K(X_b, L)`` (``k`` columns, the map's dtype); a function that takes a
+    point must get it lifted (:meth:`lift`), and its sums carried back
+    (:meth:`project`, :meth:`project_gram`).  :attr:`n_cols` is the number of
+    features ``r``; :attr:`kernel_cols` that of kernel columns ``k``.
+    """
+
+    def __init__(self, X: RowBlocks, fmap):
+        self.X = X
+        self.fmap = fmap
+        self.chunks = X.chunks
+        self._tag = _KernelTag(fmap.landmark_kernel())
+        self.M = np.ascontiguousarray(fmap.normalization.T, dtype=np.float64)  # k x r
+
+    @property
+    def n_cols(self) -> int:
+        return self.fmap.n_output
+
+    @property
+    def kernel_cols(self) -> int:
+        return self.fmap.n_components
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.X.is_distributed
+
+    def map_reduce(self, fn, aligned=(), shared=(), combine=None):
+        extra = {} if combine is None else {"combine": combine}  # None: the blocks' own default (a sum)
+        return self.X.map_reduce(_on_kernel_block, aligned=aligned, shared=(self._tag, fn, *shared), **extra)
+
+    def fold(self, fn, state, aligned=(), shared=(), order=None):
+        return self.X.fold(_kernel_step, state, aligned=aligned, shared=(self._tag, fn, *shared), order=order)
+
+    def take(self, indices):
+        return self.fmap.transform_block(self.X.take(indices))
+
+    def compute(self):
+        return self.fmap.transform_block(self.X.compute())
+
+    def iter_blocks(self, batch: int = 4):
+        for block in self.X.iter_blocks(batch):
+            yield self.fmap.transform_block(block)
+
+    def lift(self, x: np.ndarray) -> np.ndarray:
+        """A point (or points, one per row) ``(w, b)`` of the features as ``(M w, b)``, the kernel's coordinates."""
+        x = np.asarray(x, dtype=np.float64)
+        lifted = np.empty(x.shape[:-1] + (self.kernel_cols + 1,))
+        lifted[..., :-1] = x[..., :-1] @ self.M.T
+        lifted[..., -1] = x[..., -1]
+        return lifted
+
+    def project(self, g: np.ndarray) -> np.ndarray:
+        """A sum over rows in the kernel's coordinates ``(Kᵀ v, Σ v)`` as the features' ``(Fᵀ v, Σ v)``."""
+        g = np.asarray(g, dtype=np.float64)
+        out = np.empty(g.shape[:-1] + (self.n_cols + 1,))
+        out[..., :-1] = g[..., :-1] @ self.M
+        out[..., -1] = g[..., -1]
+        return out
+
+    def project_gram(self, H: np.ndarray) -> np.ndarray:
+        """``Pᵀ H P`` with ``P = diag(M, 1)``: a ``(k+1)²`` Gram matrix of kernel rows as that of feature rows."""
+        k, M = self.kernel_cols, self.M
+        out = np.empty((self.n_cols + 1,) * 2)
+        with blas_for_order(k):
+            out[:-1, :-1] = M.T @ (H[:k, :k] @ M)
+        out[:-1, -1] = out[-1, :-1] = H[:k, k] @ M
+        out[-1, -1] = H[k, k]
+        return 0.5 * (out + out.T)
