@@ -39,12 +39,42 @@ from ..blocks import RowBlocks
 __all__ = ["ImplicitFeatures"]
 
 
+#: bytes of kernel values one slab of :class:`KernelRows` holds: it stays in the CPU cache while a pass reads it
+KERNEL_SLAB_BYTES = 4 * 2**20
+
+
+class KernelRows:
+    """The kernel values ``K(X_block, L)`` of one block, computed slab by slab as a pass reads them.
+
+    The fused Newton pass (:func:`~dsvm.problems._losses.sqhinge_pass`) reads its features one slab of
+    :attr:`slab_rows` rows at a time (``rows[a:b]``); given this, each slab is computed there and read
+    from the CPU cache by the pass's products, and the ``n_b x k`` block is never held.  Other block
+    functions get the whole block (``np.asarray``).
+    """
+
+    def __init__(self, X_block, kernel):
+        self.X, self.kernel = X_block, kernel
+        self.dtype = np.dtype(kernel.dtype)
+        k = kernel.components.shape[0]
+        self.shape = (X_block.shape[0], k)
+        self.slab_rows = int(min(8192, max(256, KERNEL_SLAB_BYTES // (k * self.dtype.itemsize))))
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        return self.kernel.kernel_block(self.X[rows])
+
+    def __array__(self, dtype=None, copy=None):
+        K = self.kernel.kernel_block(self.X)
+        return K if dtype is None else K.astype(dtype, copy=False)
+
+
 def _on_kernel_block(X_block, *rest):
     """``fn(K(X_block, L), *aligned, *shared)``: ``rest`` is ``(*aligned, kernel, fn, *shared)``, the
-    split told by ``kernel``'s position (aligned blocks are arrays or None, never a kernel)."""
+    split told by ``kernel``'s position (aligned blocks are arrays or None, never a kernel).  A function
+    marked ``reads_slabs`` gets :class:`KernelRows`, the others the block's kernel values."""
     at = next(i for i, v in enumerate(rest) if isinstance(v, _KernelTag))
     aligned, tag, fn, shared = rest[:at], rest[at], rest[at + 1], rest[at + 2:]
-    return fn(tag.kernel.kernel_block(X_block), *aligned, *shared)
+    block = KernelRows(X_block, tag.kernel) if getattr(fn, "reads_slabs", False) else tag.kernel.kernel_block(X_block)
+    return fn(block, *aligned, *shared)
 
 
 def _kernel_step(X_block, *rest):

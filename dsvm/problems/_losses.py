@@ -396,8 +396,9 @@ def _fused_pass(F, c, params, residual, residual_grid):
     pack = params.get("pack", True)
     gram_dtype = np.dtype(params.get("gram_dtype") or F.dtype)  # float64 over kernel blocks (see _implicit)
     gram = _GramSum(r, gram_dtype) if hessian == "full" else GramDelta(r, gram_dtype, pack) if hessian == "delta" else None
-    for s in range(0, n, SLAB_ROWS):
-        sl = slice(s, min(s + SLAB_ROWS, n))
+    step = getattr(F, "slab_rows", SLAB_ROWS)  # kernel rows computed slab by slab (_implicit.KernelRows)
+    for s in range(0, n, step):
+        sl = slice(s, min(s + step, n))
         Fs, cs = F[sl], c[sl]
         m1 = _slab_margins(Fs, sl, w1, w1_zero, x1[-1], known1, new1)
         rho1, slope1 = residual(m1, sl)
@@ -488,6 +489,9 @@ def sqhinge_pass(F, codes, sample_weight, params):
     )
 
 
+sqhinge_pass.reads_slabs = True  # F may be rows computed slab by slab (dsvm.problems._implicit.KernelRows)
+
+
 @np.errstate(over="ignore", invalid="ignore")  # see the module docstring
 def sqhinge_hvp(F, codes, sample_weight, params):
     """``[F 1]_Aᵀ C [F 1]_A V`` for the active set at ``params["x"]``.
@@ -535,6 +539,9 @@ def sqeps_pass(F, y, sample_weight, params):
         F, c, params, lambda m, sl: _eps_residual(m, y[sl], eps),
         lambda m0, dm, t, sl: _eps_residual_grid(m0, dm, t, y[sl], eps),
     )
+
+
+sqeps_pass.reads_slabs = True
 
 
 @np.errstate(over="ignore", invalid="ignore")  # see the module docstring
