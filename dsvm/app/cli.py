@@ -125,8 +125,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dtype", default="float32", choices=list(DTYPES),
                    help="precision of the feature matrix (default float32; sums are float64)")
     g.add_argument("--feature-store", default="auto", choices=list(FEATURE_STORES),
-                   help="where the feature blocks live during the fit: cluster memory, a zarr scratch store, "
-                        "recomputed every pass, or auto by size (default auto)")
+                   help="where the features live during the fit: cluster memory, a scratch disk store, "
+                        "implicit (never formed: kernel blocks computed every pass, no scratch disk), "
+                        "recomputed every pass, or auto by size and cost (default auto)")
     g.add_argument("--random-state", type=int, default=0,
                    help="seed of the landmarks and the cross-validation folds (default 0)")
     g.add_argument("--scale", choices=list(SCALINGS), default=None,

@@ -138,7 +138,8 @@ fit_intercept, class_weight, probability, dtype, eig_rtol, kmeans_iter, feature_
 solver_options, random_state, scale
         Parameters of every :class:`~dsvm.NystroemSVC` fitted; those named in
         ``param_grid`` are searched (all but ``scale``).  ``probability`` only affects the refit
-        ``best_estimator_``.  ``landmarks`` is ``"uniform"`` or ``"kmeans"``
+        ``best_estimator_``; so does ``feature_store="implicit"`` (the C paths gather fold rows of
+        stored features: they run as ``"auto"``).  ``landmarks`` is ``"uniform"`` or ``"kmeans"``
         (the landmarks of other methods depend on ``gamma`` or on the labels,
         so a search could not share them).
 

@@ -12,6 +12,7 @@ evaluations) runs on each block while it is written, so it costs no read.
 from __future__ import annotations
 
 import logging
+import os
 from contextlib import ExitStack
 
 import numpy as np
@@ -97,16 +98,23 @@ def plan_feature_store(
     memory, threads = cluster_memory()
     if f_bytes <= config.get("memory-fraction") * memory:
         return "memory", f"F = {f_bytes / 2**30:.2f} GiB fits in {memory / 2**30:.2f} GiB of cluster memory"
-    p_eff = X.n_cols * (sparse_density if sparse_density is not None else 1.0)
-    x_bytes = float(n) * max(p_eff, 1.0) * (12 if sparse_density is not None else itemsize)
     bandwidth, rate = config.get("disk-bandwidth"), config.get("flops-per-thread") * threads
-    kernel_s = 2.0 * n * n_components * (p_eff + 2) / rate + n * n_components / (EXP_RATE * threads)
-    implicit_s = EXPECTED_PASSES * (kernel_s + x_bytes / bandwidth)
+    kernel_s = _kernel_pass_seconds(X, n_components, itemsize, sparse_density, threads)
+    implicit_s = EXPECTED_PASSES * kernel_s
     disk_s = kernel_s + 2.0 * n * n_components * n_out / rate + (EXPECTED_PASSES + 1) * f_bytes / bandwidth
     sizes = f"F = {f_bytes / 2**30:.2f} GiB > memory; ~{EXPECTED_PASSES} passes"
     if implicit_s < disk_s:
         return "implicit", f"{sizes}: computing kernel blocks every pass (~{implicit_s:.0f}s) beats the feature stage and reading F from scratch (~{disk_s:.0f}s)"
     return "disk", f"{sizes}: the feature stage and reading F from scratch (~{disk_s:.0f}s) beat computing kernel blocks every pass (~{implicit_s:.0f}s)"
+
+
+def _kernel_pass_seconds(X: RowBlocks, k: int, itemsize: int, sparse_density: float | None, threads: int) -> float:
+    """One pass computing every block's kernel values: the distance GEMM, the exps and reading ``X``."""
+    n = float(X.n_rows)
+    p_eff = X.n_cols * (sparse_density if sparse_density is not None else 1.0)
+    x_bytes = n * max(p_eff, 1.0) * (12 if sparse_density is not None else itemsize)
+    rate = config.get("flops-per-thread") * threads
+    return 2.0 * n * k * (p_eff + 2) / rate + n * k / (EXP_RATE * threads) + x_bytes / config.get("disk-bandwidth")
 
 
 def plan_store_dtype(requested: str, fmap, n_rows: int) -> tuple[str | None, str]:
@@ -217,6 +225,18 @@ class FeatureStore:
         if reduction is not None:
             self.reduction_result = self.features.map_reduce(
                 reduction.fn, aligned=reduction.aligned, shared=reduction.shared, combine=reduction.combine)
+
+    @staticmethod
+    def pass_seconds(kind: str, X: RowBlocks, fmap) -> float:
+        """About what one pass costs beyond its products with the features, as the cost model sees it:
+        reading ``F`` back (``"disk"``), computing the kernel blocks (``"implicit"``), else 0."""
+        itemsize = np.dtype(fmap.dtype).itemsize
+        if kind == "disk":
+            return float(X.n_rows) * fmap.n_output * itemsize / float(config.get("disk-bandwidth"))
+        if kind == "implicit":
+            threads = cluster_memory()[1] if X.is_distributed else os.cpu_count() or 1
+            return _kernel_pass_seconds(X, fmap.n_components, itemsize, None, threads)
+        return 0.0
 
     @staticmethod
     def request_rows(X: RowBlocks, fmap, kind: str) -> RowBlocks:

@@ -106,15 +106,17 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     kmeans_iter : int, default=1
         Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
         seeds drawn on a sample of ``10 k`` rows.
-    feature_store : {"auto", "memory", "disk", "recompute"}, default="auto"
-        Where the feature blocks live during the fit (Dask input): in the
+    feature_store : {"auto", "memory", "disk", "implicit", "recompute"}, default="auto"
+        Where the features ``F = K(X, L) M`` live during the fit: in the
         cluster's memory, on the scratch disk as raw files read with
-        ``O_DIRECT`` every pass (``dsvm.scratch-directory``), or recomputed
-        from ``X`` every pass.
+        ``O_DIRECT`` every pass (``dsvm.scratch-directory``), nowhere
+        (``"implicit"``: every pass computes the kernel blocks and works
+        through ``M`` on k-vectors, so no feature matrix is formed and no
+        scratch disk is used), or recomputed with their projection every pass.
         ``"auto"`` keeps them in memory when they take at most
-        ``dsvm.memory-fraction`` of it and otherwise picks the cheaper of the
-        other two: ``"recompute"`` when the kernel products plus reading
-        ``X`` take less time than reading the features back from disk.
+        ``dsvm.memory-fraction`` of it (in-memory input always) and otherwise
+        weighs ``"implicit"`` against ``"disk"`` by their cost over a fit;
+        ``"implicit"`` is honoured for in-memory input too.
     block_rows : int or None, default=None
         Rows per block when splitting in-memory input (``None``: about 64 MiB
         of features per block, split further so that every core gets blocks;

@@ -320,8 +320,7 @@ def _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, 
     """The subsample warm start of a Newton fit, in-memory or Dask input alike (:mod:`dsvm.svm._opening`), or
     None where there is none; ``kind``: where the features will be kept
     (:func:`~dsvm.problems.plan_feature_store`)."""
-    f_bytes = float(X_rb.n_rows) * fmap.n_output * np.dtype(fmap.dtype).itemsize
-    read_seconds = f_bytes / float(config.get("disk-bandwidth")) if kind == "disk" else 0.0
+    read_seconds = FeatureStore.pass_seconds(kind, X_rb, fmap)  # what a pass saved is worth beyond its products
     m = opening_size(X_rb.n_rows, X_rb.n_cols, fmap.n_components, fmap.n_output, est.solver_options or {}, hessian,
                      read_seconds)
     if m is None:

@@ -24,9 +24,10 @@ features:
 The full solve then starts at the subsample's solution with a first Gram
 matrix over the rows active there only, and needs fewer passes.  The size:
 the warm start's ``max(10000, 4 r)`` rows (``solver_options["warm_rows"]``),
-and with ``F`` on disk four times more, while that stays at most ``n / 8``
-and the subsample's solve costs at most half a read of ``F`` (a pass saved
-pays for it).
+and where a pass costs more than its products (``F`` on disk, or implicit
+features whose passes compute the kernel blocks) four times more, while that
+stays at most ``n / 8`` and the subsample's solve costs at most half of that
+cost (a pass saved pays for it).
 
 When: ``solver_options["warm_start"]``: ``"auto"`` (default: the subsample
 when there are at least four times as many rows and the Gram variant runs),
@@ -168,7 +169,8 @@ class Opening:
 def opening_size(n: int, p: int, k: int, r: int, options: dict, hessian: str, read_seconds: float = 0.0) -> int | None:
     """Rows of the subsample opening, or None for none (see the module docstring).
 
-    ``read_seconds``: one read of ``F`` from the scratch disk (0 when ``F`` is not on disk).
+    ``read_seconds``: what one pass costs beyond its products with ``F`` (reading it from the scratch disk,
+    or computing the kernel blocks of implicit features; 0 for ``F`` in memory).
     """
     warm_rows = options.get("warm_rows")
     m = subsample_size(n, r, options.get("warm_start", "auto"), warm_rows, hessian)
