@@ -9,11 +9,12 @@ its order threshold), first on idle cores and then beside a competing job (a pro
 float64 GEMMs on ``--load-threads`` BLAS threads), in the same run.  With
 ``--fits`` it also fits NystroemSVC on ijcnn1 (γ = 2, C = 10, uniform
 landmarks) at k = 500 and k = 1000 beside the competing job, the ratio the
-issue asks about.
+issue asks about, with each feature store of ``--stores`` in turn.
 
 Usage::
 
-    python benchmarks/bench_factor_threads.py [--orders 1000 2000] [--repeats 3] [--fits] [--data-dir DIR]
+    python benchmarks/bench_factor_threads.py [--orders 1000 2000] [--repeats 3] [--fits]
+                                              [--stores memory,implicit] [--data-dir DIR]
 
 Prints Markdown tables; writes JSON to benchmarks/results/factor_threads.json.
 """
@@ -98,21 +99,23 @@ def time_factorisations(orders, repeats: int, condition: str) -> list[dict]:
     return rows
 
 
-def time_fits(data_dir, repeats: int) -> list[dict]:
-    """ijcnn1 fits at k = 500 and 1000 (medians of ``repeats``), to be run beside the competing job."""
+def time_fits(data_dir, repeats: int, store: str) -> list[dict]:
+    """ijcnn1 fits at k = 500 and 1000 (medians of ``repeats``) with ``feature_store=store``, to be run beside
+    the competing job."""
     from dsvm import NystroemSVC
 
     X, y = load_libsvm(data_dir, "ijcnn1", "train")
     rows = []
     for k in (500, 1000):
-        model = NystroemSVC(C=10.0, gamma=2.0, n_components=k, random_state=0)
+        model = NystroemSVC(C=10.0, gamma=2.0, n_components=k, random_state=0, feature_store=store)
         seconds = []
         for _ in range(repeats):
             t0 = time.perf_counter()
             model.fit(X, y)
             seconds.append(time.perf_counter() - t0)
         stats = model.solver_stats_
-        rows.append({"k": k, "fit_s": statistics.median(seconds), "landmark_s": stats["landmark_seconds"],
+        rows.append({"store": store, "k": k, "fit_s": statistics.median(seconds),
+                     "landmark_s": stats["landmark_seconds"], "feature_s": stats["feature_seconds"],
                      "solve_s": stats["solve_seconds"], "runs": [round(s, 3) for s in seconds]})
     rows[1]["ratio_vs_k500"] = rows[1]["fit_s"] / rows[0]["fit_s"]
     return rows
@@ -124,6 +127,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--load-threads", type=int, default=2)
     parser.add_argument("--fits", action="store_true", help="also time ijcnn1 fits at k=500 and 1000 beside the job")
+    parser.add_argument("--stores", default="memory,implicit",
+                        help="feature_store values the --fits are made with, in turn (default memory,implicit)")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -131,13 +136,14 @@ def main() -> None:
     rows = time_factorisations(args.orders, args.repeats, "idle")
     with competing_job(args.load_threads):
         rows += time_factorisations(args.orders, args.repeats, f"beside a {args.load_threads}-thread job")
-        fits = time_fits(args.data_dir, args.repeats) if args.fits else []
+        fits = [row for store in args.stores.split(",") for row in time_fits(args.data_dir, args.repeats, store)] \
+            if args.fits else []
     print(f"# Factorisation threads\n\nmachine: {machine()}\n")
     print(table(rows, ["condition", "factorisation", "order", "all_threads_s", "one_thread_s", "dsvm_s",
                        "dsvm_vs_best"]))
     if fits:
         print(f"\n## ijcnn1 fits beside a {args.load_threads}-thread job\n")
-        print(table(fits, ["k", "fit_s", "ratio_vs_k500", "landmark_s", "solve_s", "runs"]))
+        print(table(fits, ["store", "k", "fit_s", "ratio_vs_k500", "landmark_s", "feature_s", "solve_s", "runs"]))
     path = REPO / "benchmarks" / "results" / "factor_threads.json"
     save_json({"machine": machine(), "factorisations": rows, "fits": fits}, path)
     print(f"\nJSON: {path.relative_to(REPO)}\ntotal benchmark time {time.perf_counter() - t0:.0f}s")

@@ -4,8 +4,15 @@ OpenBLAS parallelises every call, which does not pay for the small and
 memory-bound calls of dsvm: GEMVs on feature blocks and factorisations of
 order below about 1000 run slower on several threads than on one, while the
 threads wait for memory or for each other.  Block-parallel code runs its
-blocks on several threads with one BLAS thread each; the client's small dense
+blocks on several threads with one BLAS thread each; the client's dense
 factorisations pick by size.
+
+Up to order :data:`SMALL_DENSE` they run on one thread even though an idle
+machine would run an eigendecomposition up to 1.8 times faster on all of
+them: where another job shares the cores (worker nodes, SLURM allocations,
+notebooks) OpenBLAS's threads wait for each other and the same call takes
+up to 25 times longer.  The choice is by order alone, never by the load seen
+at the time, so that a model's rounding does not depend on its neighbours.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from threadpoolctl import ThreadpoolController
 
 __all__ = ["SMALL_DENSE", "single_threaded_blas", "blas_for_order"]
 
-SMALL_DENSE = 800  # below this order a factorisation runs on one BLAS thread
+SMALL_DENSE = 2049  # below this order a factorisation runs on one BLAS thread (module docstring)
 
 _CONTROLLER = None
 

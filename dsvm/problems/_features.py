@@ -75,7 +75,8 @@ def plan_feature_store(
         works through ``M`` on k-vectors (:mod:`dsvm.problems._implicit`);
         chosen over ``disk`` when :data:`EXPECTED_PASSES` kernel passes
         (the distance GEMM ``2 n k (p + 2)`` flops, ``n k`` exps, reading ``X``)
-        cost less than the feature stage (which adds the projection,
+        and summing a Gram matrix in float64 rather than float32 (half the
+        rows, ``n k² / 2`` flops more) cost less than the feature stage (which adds the projection,
         ``2 n k r`` flops, and writing ``F``) plus as many reads of ``F``;
     ``disk`` (also requested as ``zarr``)
         written once to raw files in the scratch directory and read every pass;
@@ -100,7 +101,8 @@ def plan_feature_store(
         return "memory", f"F = {f_bytes / 2**30:.2f} GiB fits in {memory / 2**30:.2f} GiB of cluster memory"
     bandwidth, rate = config.get("disk-bandwidth"), config.get("flops-per-thread") * threads
     kernel_s = _kernel_pass_seconds(X, n_components, itemsize, sparse_density, threads)
-    implicit_s = EXPECTED_PASSES * kernel_s
+    # plus the float64 Gram matrix's extra over a float32 one, for the rows active at the start (taken as half)
+    implicit_s = EXPECTED_PASSES * kernel_s + 0.5 * n * float(n_components) ** 2 / rate
     disk_s = kernel_s + 2.0 * n * n_components * n_out / rate + (EXPECTED_PASSES + 1) * f_bytes / bandwidth
     sizes = f"F = {f_bytes / 2**30:.2f} GiB > memory; ~{EXPECTED_PASSES} passes"
     if implicit_s < disk_s:
