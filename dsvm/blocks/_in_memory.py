@@ -47,6 +47,35 @@ def _run_blocks(calls: list[Callable[[], Any]]) -> list[Any]:
         return [f.result() for f in futures]
 
 
+def _reduce_blocks(calls: list[Callable[[], Any]], combine: Callable) -> Any:
+    """``combine`` of the block calls' results, folded in block order as they come in (BLAS single-threaded).
+
+    ``combine([acc, next])`` block by block is ``combine`` of them all (it is associative), and only the
+    results not yet folded are held: a pass whose blocks each return a large sum (a Gram matrix of
+    ``(k+1)²`` floats) holds a few of them, not one per block.  A single result still goes through
+    ``combine``.
+    """
+    if not calls:
+        return combine([])
+    with single_threaded_blas(), pass_progress(len(calls)) as progress:
+        advance = progress.advance if progress is not None else lambda: None
+        sequential = len(calls) == 1 or (os.cpu_count() or 1) == 1 or \
+            threading.current_thread().name.startswith("dsvm-block")
+        pending = None if sequential else [_thread_pool().submit(call) for call in calls]
+        if pending is not None:
+            for f in pending:
+                f.add_done_callback(lambda _f: advance())
+        acc = None
+        for i, call in enumerate(calls):
+            if pending is None:
+                result = call()
+                advance()
+            else:
+                result, pending[i] = pending[i].result(), None  # the future lets go of its result
+            acc = result if i == 0 else combine([acc, result])
+        return combine([acc]) if len(calls) == 1 else acc
+
+
 class InMemoryBlocks(RowBlocks):
     """Row blocks held in this process; block functions run in a small thread pool."""
 
@@ -72,7 +101,7 @@ class InMemoryBlocks(RowBlocks):
         for i, block in enumerate(self.blocks):
             extra = [a.blocks[i] if a is not None else None for a in aligned]
             calls.append(functools.partial(fn, block, *extra, *shared))
-        return combine(_run_blocks(calls))
+        return _reduce_blocks(calls, combine)
 
     def map_blocks(self, fn, n_cols, dtype, aligned=(), shared=(), with_offset=False):
         calls = []
