@@ -24,7 +24,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 from common import REPO, machine, save_json, table
 
 TEST_ROWS = 100_000
