@@ -9,11 +9,12 @@ projection by ``M`` (``2 n k r`` flops, most of a feature stage):
 * the Gram matrix of the active rows ``F_Aᵀ F_A = Mᵀ (K_Aᵀ K_A) M``.
 
 The Gram matrix is summed in float64 from the float32 kernel values: ``M``
-is ``Λ^{-1/2} V`` (or ``R⁻¹``), up to ``eig_rtol^{-1/2}`` times larger than
-its smallest entries, and carrying a float32 sum through it on both sides
-would multiply that sum's rounding by up to ``1/eig_rtol`` (10⁶ by default),
-enough to stall Newton's method; margins and gradients, carried through ``M``
-once, keep float32 accuracy relative to the product's size.
+(``V_r Λ_r^{-1/2}``, or ``R⁻¹``) stretches the directions of ``K(L, L)`` by
+up to ``(eig_rtol λ_max)^{-1/2}``, so a float32 sum carried through it on
+both sides would have its rounding, relative to the Gram matrix, magnified
+up to ``1/eig_rtol`` times (10⁶ by default in float32): enough to stall
+Newton's method.  Margins and gradients, carried through ``M`` once, keep
+float32 accuracy relative to the product's size.
 
 So a pass over :class:`ImplicitFeatures` computes each block's kernel values
 from ``X`` and hands them to the same block functions a pass over ``F`` uses,

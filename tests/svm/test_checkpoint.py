@@ -42,19 +42,21 @@ def test_fingerprint_of_string_labels_is_the_same_in_every_process():
     assert len(runs) == 1, runs
 
 
-def _train_cmd(data, model, ckpt=None):
+def _train_cmd(data, model, ckpt=None, store="auto"):
     cmd = [sys.executable, "-m", "dsvm", "train", str(data), "--model", str(model), "-C", "10", "--gamma", "0.1",
-           "-k", "150", "--random-state", "0", "--tol", "1e-8", "--dtype", "float64"]
+           "-k", "150", "--random-state", "0", "--tol", "1e-8", "--dtype", "float64", "--feature-store", store]
     return cmd + (["--checkpoint", str(ckpt)] if ckpt else [])
 
 
 @pytest.mark.slow
-def test_sigkill_during_training_then_resume_gives_the_same_model(tmp_path, dataset):
+@pytest.mark.parametrize("store", ["auto", "implicit"])
+def test_sigkill_during_training_then_resume_gives_the_same_model(tmp_path, dataset, store):
     reference = tmp_path / "reference.npz"
-    subprocess.run(_train_cmd(dataset.path, reference), check=True, capture_output=True, timeout=600)
+    subprocess.run(_train_cmd(dataset.path, reference, store=store), check=True, capture_output=True, timeout=600)
 
     ckpt, model = tmp_path / "fit.ckpt.npz", tmp_path / "model.npz"
-    proc = subprocess.Popen(_train_cmd(dataset.path, model, ckpt), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(_train_cmd(dataset.path, model, ckpt, store), stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL,
                             start_new_session=True, text=True)
     seen = []
     try:
@@ -68,7 +70,7 @@ def test_sigkill_during_training_then_resume_gives_the_same_model(tmp_path, data
     assert proc.returncode == -signal.SIGKILL, "".join(seen[-20:])
     assert ckpt.exists() and not model.exists()
 
-    again = subprocess.run(_train_cmd(dataset.path, model, ckpt), capture_output=True, text=True, timeout=600)
+    again = subprocess.run(_train_cmd(dataset.path, model, ckpt, store), capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming after iteration" in again.stderr
     assert not ckpt.exists()  # removed once the fit completed

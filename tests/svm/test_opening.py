@@ -26,7 +26,7 @@ def _solve_passes_are_the_iterations(stats):
     return stats["n_passes"] == sum(h["passes"] for h in stats["history"])
 
 
-@pytest.mark.parametrize("store", ["memory", "disk", "recompute"])
+@pytest.mark.parametrize("store", ["memory", "disk", "recompute", "implicit"])
 def test_dask_input_opens_from_the_subsample_and_gives_the_in_memory_model(tmp_path, store):
     X, y = make_circles_problem(n=N, seed=3)
     sw = np.random.default_rng(0).uniform(0.5, 2.0, size=N)
@@ -47,7 +47,8 @@ def test_dask_input_opens_from_the_subsample_and_gives_the_in_memory_model(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_multiclass_with_probabilities_on_disk(tmp_path):
+@pytest.mark.parametrize("store", ["disk", "implicit"])
+def test_multiclass_with_probabilities_on_disk(tmp_path, store):
     rng = np.random.default_rng(4)
     X, y01 = make_circles_problem(n=N, seed=5)
     y = np.where(y01 > 0, "out", np.where(X[:, 0] > 0, "east", "west"))
@@ -55,7 +56,8 @@ def test_multiclass_with_probabilities_on_disk(tmp_path):
     ref = NystroemSVC(**params).fit(X, y)
     Xd, yd = _dask(X, y)
     with dask.config.set({"dsvm.scratch-directory": str(tmp_path)}):
-        model = NystroemSVC(**params, feature_store="disk").fit(Xd, yd)
+        model = NystroemSVC(**params, feature_store=store).fit(Xd, yd)
+    assert model.solver_stats_["feature_store"] == store
     assert len(model.solver_stats_["opening"]["first_gram_rows"]) == 3  # one opening per class
     assert all(_solve_passes_are_the_iterations(p) for p in model.solver_stats_["problems"])
     np.testing.assert_allclose(model.objective_, ref.objective_, rtol=1e-9)
