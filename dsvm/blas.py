@@ -7,7 +7,8 @@ threads wait for memory or for each other.  Block-parallel code runs its
 blocks on several threads with one BLAS thread each; the client's dense
 factorisations pick by size.
 
-Up to order :data:`SMALL_DENSE` they run on one thread even though an idle
+Below order :data:`SMALL_DENSE` (up to 2048) they, and the projection of
+an implicit fit's Gram matrix, run on one thread even though an idle
 machine would run an eigendecomposition up to 1.8 times faster on all of
 them: where another job shares the cores (worker nodes, SLURM allocations,
 notebooks) OpenBLAS's threads wait for each other and the same call takes

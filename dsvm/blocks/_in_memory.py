@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ..blas import single_threaded_blas
 from ..progress import pass_progress
-from ._interface import RowBlocks, tree_sum
+from ._interface import TREE_FANIN, RowBlocks, tree_sum
 
 __all__ = ["InMemoryBlocks"]
 
@@ -50,10 +50,10 @@ def _run_blocks(calls: list[Callable[[], Any]]) -> list[Any]:
 def _reduce_blocks(calls: list[Callable[[], Any]], combine: Callable) -> Any:
     """``combine`` of the block calls' results, folded in block order as they come in (BLAS single-threaded).
 
-    ``combine([acc, next])`` block by block is ``combine`` of them all (it is associative), and only the
-    results not yet folded are held: a pass whose blocks each return a large sum (a Gram matrix of
-    ``(k+1)²`` floats) holds a few of them, not one per block.  A single result still goes through
-    ``combine``.
+    Every :data:`TREE_FANIN` results are combined with what came before (``combine`` is associative), so
+    only those not yet folded are held: a pass whose blocks each return a large sum (a Gram matrix of
+    ``(k+1)²`` floats) holds a few of them, not one per block, and a concatenating combine copies each
+    result a few times, not once per block.  A single result still goes through ``combine``.
     """
     if not calls:
         return combine([])
@@ -65,15 +65,17 @@ def _reduce_blocks(calls: list[Callable[[], Any]], combine: Callable) -> Any:
         if pending is not None:
             for f in pending:
                 f.add_done_callback(lambda _f: advance())
-        acc = None
+        acc, held = None, []
         for i, call in enumerate(calls):
             if pending is None:
-                result = call()
+                held.append(call())
                 advance()
             else:
-                result, pending[i] = pending[i].result(), None  # the future lets go of its result
-            acc = result if i == 0 else combine([acc, result])
-        return combine([acc]) if len(calls) == 1 else acc
+                held.append(pending[i].result())
+                pending[i] = None  # the future lets go of its result
+            if len(held) == TREE_FANIN:
+                acc, held = combine(held if acc is None else [acc, *held]), []
+        return combine(held if acc is None else [acc, *held]) if held else acc
 
 
 class InMemoryBlocks(RowBlocks):

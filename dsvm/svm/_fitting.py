@@ -214,9 +214,11 @@ def fit_problems(
     begun = _begin(est, X_rb, checked, aligned, labels, make_operator, state)
     fmap, r = begun.fmap, begun.fmap.n_output
     starts = start(fmap) if start is not None and state is None else None
-    hessian = resolve_hessian(est.hessian, X_rb.n_rows, r + 1, X_rb.is_distributed)
-    opening = None
     plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
+    # implicit features sum (k+1)² Gram matrices in float64: the "auto" choice weighs that size
+    gram_order = fmap.n_components + 1 if plan[0] == "implicit" else r + 1
+    hessian = resolve_hessian(est.hessian, X_rb.n_rows, gram_order, X_rb.is_distributed)
+    opening = None
     if X_rb.is_distributed:
         X_rb, aligned = _persist_for_passes(X_rb, aligned, plan[0])
     if est.solver == "newton" and state is None and starts is None:
@@ -249,7 +251,7 @@ def _persist_for_passes(X_rb: RowBlocks, aligned, kind: str):
     if kind == "recompute":
         return X_rb, aligned
     if kind == "implicit":
-        x_bytes = float(X_rb.n_rows) * X_rb.n_cols * 4  # float32 or sparse: about that or less per cell
+        x_bytes = float(X_rb.n_rows) * X_rb.n_cols * 8  # float64 at most per cell (sparse: taken as dense)
         if x_bytes <= 0.5 * config.get("memory-fraction") * cluster_memory()[0]:
             X_rb = X_rb.persist()
     return X_rb, [a.persist() if a is not None else None for a in aligned]
