@@ -17,12 +17,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import scipy.sparse as sp
-from common import REPO, machine, save_json, table
+from common import REPO, machine, save_json, table, timed
 from threadpoolctl import threadpool_limits
 
 from dsvm.approx import fit_feature_map, make_kernel_spec
@@ -33,13 +31,9 @@ SLAB_VALUES = 2**20  # values of one cache-sized slab (4 MiB of float32)
 
 
 def median_seconds(fn, repeats: int) -> float:
+    """Median seconds of ``repeats`` calls after one warm-up call."""
     fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return timed(fn, repeats)[0]
 
 
 def gemm_limit(n: int, p: int, k: int, repeats: int) -> float:

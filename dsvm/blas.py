@@ -9,11 +9,12 @@ factorisations pick by size.
 
 Below order :data:`SMALL_DENSE` (up to 2048) they, and the projection of
 an implicit fit's Gram matrix, run on one thread even though an idle
-machine would run an eigendecomposition up to 1.8 times faster on all of
-them: where another job shares the cores (worker nodes, SLURM allocations,
-notebooks) OpenBLAS's threads wait for each other and the same call takes
-up to 25 times longer.  The choice is by order alone, never by the load seen
-at the time, so that a model's rounding does not depend on its neighbours.
+machine would run an eigendecomposition faster on all of them: where another
+job shares the cores (worker nodes, SLURM allocations, notebooks) OpenBLAS's
+threads wait for each other and the same call takes many times longer
+(figures on the documentation's performance page).  The choice is by order
+alone, never by the load seen at the time, so that a model's rounding does
+not depend on its neighbours.
 """
 
 from __future__ import annotations

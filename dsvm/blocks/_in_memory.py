@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,25 +30,32 @@ def _thread_pool():
         return _POOL
 
 
-def _run_blocks(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run block calls in parallel threads (BLAS single-threaded), results in order; the pass's progress
-    counts them (:func:`~dsvm.blocks.pass_progress`)."""
+def _block_results(calls: list[Callable[[], Any]]) -> Iterator[Any]:
+    """The block calls' results in block order, run in parallel threads (BLAS single-threaded); the pass's
+    progress counts them (:func:`~dsvm.blocks.pass_progress`).  A result is let go once it is handed out."""
     with single_threaded_blas(), pass_progress(len(calls)) as progress:
         advance = progress.advance if progress is not None else lambda: None
         if len(calls) == 1 or (os.cpu_count() or 1) == 1 or threading.current_thread().name.startswith("dsvm-block"):
-            results = []
             for call in calls:
-                results.append(call())
+                result = call()
                 advance()
-            return results
+                yield result
+            return
         futures = [_thread_pool().submit(call) for call in calls]
         for f in futures:
             f.add_done_callback(lambda _f: advance())
-        return [f.result() for f in futures]
+        for i in range(len(futures)):
+            result, futures[i] = futures[i].result(), None
+            yield result
+
+
+def _run_blocks(calls: list[Callable[[], Any]]) -> list[Any]:
+    """The block calls' results, in order (:func:`_block_results`)."""
+    return list(_block_results(calls))
 
 
 def _reduce_blocks(calls: list[Callable[[], Any]], combine: Callable) -> Any:
-    """``combine`` of the block calls' results, folded in block order as they come in (BLAS single-threaded).
+    """``combine`` of the block calls' results, folded in block order as they come in (:func:`_block_results`).
 
     Every :data:`TREE_FANIN` results are combined with what came before (``combine`` is associative), so
     only those not yet folded are held: a pass whose blocks each return a large sum (a Gram matrix of
@@ -57,25 +64,12 @@ def _reduce_blocks(calls: list[Callable[[], Any]], combine: Callable) -> Any:
     """
     if not calls:
         return combine([])
-    with single_threaded_blas(), pass_progress(len(calls)) as progress:
-        advance = progress.advance if progress is not None else lambda: None
-        sequential = len(calls) == 1 or (os.cpu_count() or 1) == 1 or \
-            threading.current_thread().name.startswith("dsvm-block")
-        pending = None if sequential else [_thread_pool().submit(call) for call in calls]
-        if pending is not None:
-            for f in pending:
-                f.add_done_callback(lambda _f: advance())
-        acc, held = None, []
-        for i, call in enumerate(calls):
-            if pending is None:
-                held.append(call())
-                advance()
-            else:
-                held.append(pending[i].result())
-                pending[i] = None  # the future lets go of its result
-            if len(held) == TREE_FANIN:
-                acc, held = combine(held if acc is None else [acc, *held]), []
-        return combine(held if acc is None else [acc, *held]) if held else acc
+    acc, held = None, []
+    for result in _block_results(calls):
+        held.append(result)
+        if len(held) == TREE_FANIN:
+            acc, held = combine(held if acc is None else [acc, *held]), []
+    return combine(held if acc is None else [acc, *held]) if held else acc
 
 
 class InMemoryBlocks(RowBlocks):

@@ -70,19 +70,13 @@ class KernelRows:
 
 def _on_kernel_block(X_block, *rest):
     """``fn(K(X_block, L), *aligned, *shared)``: ``rest`` is ``(*aligned, kernel, fn, *shared)``, the
-    split told by ``kernel``'s position (aligned blocks are arrays or None, never a kernel).  A function
+    split told by ``kernel``'s position (aligned blocks are arrays or None, never a kernel; a fold's state
+    comes last among them).  A function
     marked ``reads_slabs`` gets :class:`KernelRows`, the others the block's kernel values."""
     at = next(i for i, v in enumerate(rest) if isinstance(v, _KernelTag))
     aligned, tag, fn, shared = rest[:at], rest[at], rest[at + 1], rest[at + 2:]
     block = KernelRows(X_block, tag.kernel) if getattr(fn, "reads_slabs", False) else tag.kernel.kernel_block(X_block)
     return fn(block, *aligned, *shared)
-
-
-def _kernel_step(X_block, *rest):
-    """A fold's step on the kernel block: ``rest`` is ``(*aligned, state, kernel, fn, *shared)``."""
-    at = next(i for i, v in enumerate(rest) if isinstance(v, _KernelTag))
-    aligned_and_state, tag, fn, shared = rest[:at], rest[at], rest[at + 1], rest[at + 2:]
-    return fn(tag.kernel.kernel_block(X_block), *aligned_and_state, *shared)
 
 
 class _KernelTag:
@@ -135,7 +129,8 @@ class ImplicitFeatures(RowBlocks):
         return self.X.map_reduce(_on_kernel_block, aligned=aligned, shared=(self._tag, fn, *shared), **extra)
 
     def fold(self, fn, state, aligned=(), shared=(), order=None):
-        return self.X.fold(_kernel_step, state, aligned=aligned, shared=(self._tag, fn, *shared), order=order)
+        # a fold's step gets (*aligned, state, *shared): the state is the last of the arrays before the kernel
+        return self.X.fold(_on_kernel_block, state, aligned=aligned, shared=(self._tag, fn, *shared), order=order)
 
     def take(self, indices):
         return self.fmap.transform_block(self.X.take(indices))
