@@ -442,14 +442,24 @@ def _fused_pass(F, c, params, residual, residual_grid):
     }
 
 
-def _active_hvp(F, c, active, V):
-    weights = np.where(active, c, 0.0)
+def _active_hvp(F, c, x, V, residual):
+    """``[F 1]_Aᵀ C [F 1]_A V`` for the rows active at ``x`` (``residual(m, sl) > 0`` and positive cost).
+
+    One slab at a time: its margins at ``x``, its products with ``V`` and the
+    sum back through ``Fsᵀ`` read the slab from cache (kernel rows computed
+    slab by slab, :class:`~dsvm.problems._implicit.KernelRows`, are computed once).
+    """
     V2 = V[:, None] if V.ndim == 1 else V
-    out = np.empty(V2.shape, dtype=np.float64)
-    for j in range(V2.shape[1]):
-        u = margins(F, V2[:, j]) * weights
-        out[:-1, j] = tdot(F, u)
-        out[-1, j] = np.sum(u)
+    out = np.zeros(V2.shape, dtype=np.float64)
+    w, W = x[:-1].astype(F.dtype, copy=False), V2[:-1].astype(F.dtype, copy=False)
+    step = getattr(F, "slab_rows", SLAB_ROWS)
+    for s in range(0, F.shape[0], step):
+        sl = slice(s, min(s + step, F.shape[0]))
+        Fs, cs = F[sl], c[sl]
+        weights = np.where((residual((Fs @ w).astype(np.float64) + x[-1], sl) > 0.0) & (cs > 0.0), cs, 0.0)
+        U = ((Fs @ W).astype(np.float64) + V2[-1]) * weights[:, None]
+        out[:-1] += Fs.T @ U.astype(F.dtype, copy=False)
+        out[-1] += U.sum(axis=0)
     return out[:, 0] if V.ndim == 1 else out
 
 
@@ -500,8 +510,10 @@ def sqhinge_hvp(F, codes, sample_weight, params):
     """
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])
-    active = (_hinge_residual(margins(F, params["x"]), y)[0] > 0.0) & (c > 0.0)
-    return _active_hvp(F, c, active, params["V"])
+    return _active_hvp(F, c, params["x"], params["V"], lambda m, sl: _hinge_residual(m, y[sl])[0])
+
+
+sqhinge_hvp.reads_slabs = True
 
 
 @np.errstate(over="ignore", invalid="ignore")  # see the module docstring
@@ -557,5 +569,8 @@ def sqeps_hvp(F, y, sample_weight, params):
     """Generalized Hessian-vector product of the SVR loss (without the factor 2)."""
     y = np.asarray(y, dtype=np.float64)
     c = _svr_costs(y, sample_weight, params)
-    active = (_eps_residual(margins(F, params["x"]), y, float(params["epsilon"]))[0] > 0.0) & (c > 0.0)
-    return _active_hvp(F, c, active, params["V"])
+    eps = float(params["epsilon"])
+    return _active_hvp(F, c, params["x"], params["V"], lambda m, sl: _eps_residual(m, y[sl], eps)[0])
+
+
+sqeps_hvp.reads_slabs = True
