@@ -411,9 +411,16 @@ def _fit_or_search(args, model, ds, grid: dict[str, list] | None, cv_only: bool)
         logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
                     search.best_score_, paths.get("markdown"))
     if model is not None:
-        logger.info("trained in %.2fs: %d landmarks, %d Newton iteration(s)", time.perf_counter() - t0,
-                    model.components_.shape[0], model.n_iter_)
+        logger.info("trained in %.2fs: %d landmarks, %d Newton iteration(s), relative duality gap %s",
+                    time.perf_counter() - t0, model.components_.shape[0], model.n_iter_,
+                    _gaps_text(getattr(model, "duality_gap_", math.nan)))
     return model
+
+
+def _gaps_text(gap) -> str:
+    """``duality_gap_`` (a number or one per class) for a log line."""
+    gaps = gap.tolist() if hasattr(gap, "tolist") else gap
+    return " ".join(f"{g:.2e}" for g in (gaps if isinstance(gaps, list) else [gaps]))
 
 
 def _save_trained(args, model) -> None:

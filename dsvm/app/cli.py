@@ -23,6 +23,7 @@ import argparse
 import errno
 import json
 import logging
+import math
 import os
 import select
 import sys
@@ -452,9 +453,18 @@ def cmd_info(args) -> int:
                 "scale": getattr(m.scaling_, "kind", None),
                 "feature_names": None if getattr(m, "feature_names_in_", None) is None else list(m.feature_names_in_),
                 "n_iter": m.n_iter_, "objective": m.objective_ if isinstance(m.objective_, float) else list(m.objective_),
+                "duality_gap": _nan_as_null(m.duality_gap_),
                 "fit_seconds": m.solver_stats_.get("fit_seconds")}
     print(json.dumps(info, indent=2, default=str))
     return 0
+
+
+def _nan_as_null(values):
+    """A number or list of numbers (an ndarray's) for JSON output, None where one is nan or infinite."""
+    values = values.tolist() if hasattr(values, "tolist") else values
+    if isinstance(values, list):
+        return [_nan_as_null(v) for v in values]
+    return float(values) if math.isfinite(values) else None
 
 
 def cmd_clean(args) -> int:

@@ -391,7 +391,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
     new1 = cache.blank(n) if known1 is None else None
     new0 = cache.blank(n) if need0 and known0 is None else None
     loss, n_active, n_changed, n_positive, n_costed = 0.0, 0, 0, 0, 0
-    grad = np.zeros(r + 1)
+    grad, pos_grad, dual = np.zeros(r + 1), np.zeros(r + 1), np.zeros(3)
     loss_grid = np.zeros(t_grid.size)
     pack = params.get("pack", True)
     gram_dtype = np.dtype(params.get("gram_dtype") or F.dtype)  # float64 over kernel blocks (see _implicit)
@@ -408,8 +408,14 @@ def _fused_pass(F, c, params, residual, residual_grid):
         n_positive += int(np.count_nonzero((m1 > 0.0) & costed))
         loss += float(np.dot(cs, rho1 * rho1))
         g = cs * slope1
-        grad[:-1] += Fs.T @ g.astype(F.dtype, copy=False)
+        pos = g < 0.0  # rows whose dual variable -g is positive (see dsvm.problems._duality)
+        g_pos = np.where(pos, g, 0.0)
+        both = Fs.T @ np.stack((g, g_pos), axis=1).astype(F.dtype, copy=False)
+        grad[:-1] += both[:, 0]
+        pos_grad[:-1] += both[:, 1]
         grad[-1] += float(g.sum())
+        pos_grad[-1] += float(g_pos.sum())
+        dual += (-float(g @ m1), float(cs[pos] @ np.square(rho1[pos])), -float(g_pos @ m1))
         n_active += int(active.sum())
         if need0:
             m0 = _slab_margins(Fs, sl, w0, w0_zero, x0[-1], known0, new0)
@@ -437,6 +443,9 @@ def _fused_pass(F, c, params, residual, residual_grid):
         "n_costed": n_costed,
         "n_positive": n_positive,
         "loss_grid": loss_grid,
+        # the dual bound's sums: the gradient over rows of positive dual variable, and dual_sums()'s scalars
+        "pos_grad": pos_grad,
+        "dual_sums": dual,
         # full: 0.0 (not a matrix) when no row entered the sum, which adds like a zero matrix in the reduction
         "hess": gram if isinstance(gram, GramDelta) else gram.result(pack, gram_dtype) if gram is not None else None,
     }
@@ -488,8 +497,9 @@ def sqhinge_pass(F, codes, sample_weight, params):
     Returns a dict of additive quantities, all evaluated at ``x1`` except
     ``loss_grid``: ``loss``, ``grad`` (of the loss), ``n_active``,
     ``n_changed``, ``n_costed`` and ``n_positive`` (rows of positive cost, and
-    those of them with margin above 0), ``loss_grid`` and ``hess`` (without
-    the factor 2).
+    those of them with margin above 0), ``loss_grid``, ``hess`` (without
+    the factor 2), and ``pos_grad`` and ``dual_sums``, from which
+    :mod:`dsvm.problems._duality` bounds the optimum from below.
     """
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..blocks import BlockReduction, RowBlocks, available_memory, row_uniform
+from ._duality import dual_bound
 from ._implicit import ImplicitFeatures
 from ._losses import (
     GramDelta,
@@ -63,11 +64,23 @@ class PassResult:
     # rows of positive cost and those of them with margin above 0 (predicted positive); -1: not counted
     n_costed: int = -1
     n_positive: int = -1
+    # the dual bound's sums (dsvm.problems._duality): the loss gradient over rows of positive dual variable
+    # and three scalars; None where the pass did not make them
+    pos_grad: np.ndarray | None = None
+    dual_sums: np.ndarray | None = None
+
+    def dual_bound(self, x: np.ndarray, fit_intercept: bool = True) -> float:
+        """A lower bound on the optimum from this pass's sums at ``x`` (nan where it made none)."""
+        if self.pos_grad is None or self.dual_sums is None:
+            return float("nan")
+        return dual_bound(x, self.loss, self.grad, self.pos_grad, self.dual_sums, fit_intercept)
 
     def scaled(self, factor: float) -> PassResult:
         """The pass result for costs multiplied by ``factor`` (loss, gradient and Hessian are linear in C)."""
         return replace(self, loss=self.loss * factor, grad=self.grad * factor, loss_grid=self.loss_grid * factor,
-                       hess=None if self.hess is None else self.hess * factor)
+                       hess=None if self.hess is None else self.hess * factor,
+                       pos_grad=None if self.pos_grad is None else self.pos_grad * factor,
+                       dual_sums=None if self.dual_sums is None else self.dual_sums * factor)
 
     def exchanged(self, plus: PassResult, minus: PassResult) -> PassResult:
         """``self + plus − minus`` of additive pass results: rows added to and removed from a problem.
@@ -79,7 +92,7 @@ class PassResult:
             hess = self.hess + plus.hess - minus.hess
         return replace(self, loss=self.loss + plus.loss - minus.loss, grad=self.grad + plus.grad - minus.grad,
                        n_active=self.n_active + plus.n_active - minus.n_active, n_changed=0,
-                       loss_grid=np.zeros(0), hess=hess, n_costed=-1, n_positive=-1)
+                       loss_grid=np.zeros(0), hess=hess, n_costed=-1, n_positive=-1, pos_grad=None, dual_sums=None)
 
 
 class LossOperator:
@@ -123,6 +136,7 @@ class LossOperator:
             self.margin_cache = None
         # (rows of positive cost, predicted positive) at the last points evaluated, by the point's bytes
         self._predicted: dict[bytes, tuple[int, int]] = {}
+        self._bounds: dict[bytes, float] = {}  # dual bounds at the same points
 
     @property
     def n_rows(self) -> int:
@@ -172,10 +186,11 @@ class LossOperator:
 
     def pass_result(self, out: dict, params: dict) -> PassResult:
         """The :class:`PassResult` of the summed block results ``out`` of :meth:`pass_request`'s pass."""
-        grad = out["grad"]
+        grad, pos_grad = out["grad"], out.get("pos_grad")
         hess = _gram_matrix(out["hess"], params["x1"].size)
         if self.implicit is not None:
             grad = self.implicit.project(grad)
+            pos_grad = None if pos_grad is None else self.implicit.project(pos_grad)
             hess = None if hess is None else self.implicit.project_gram(hess)
         if not self.fit_intercept:
             grad = grad.copy()
@@ -192,12 +207,23 @@ class LossOperator:
             hess=hess,
             n_costed=int(out.get("n_costed", -1)),
             n_positive=int(out.get("n_positive", -1)),
+            pos_grad=pos_grad,
+            dual_sums=None if out.get("dual_sums") is None else np.asarray(out["dual_sums"], dtype=np.float64),
         )
+        point = params["point"]
         if result.n_costed >= 0:
-            self._predicted[params["point"].tobytes()] = (result.n_costed, result.n_positive)
-            while len(self._predicted) > PREDICTED_KEPT:
-                del self._predicted[next(iter(self._predicted))]
+            self._predicted[point.tobytes()] = (result.n_costed, result.n_positive)
+        self._bounds[point.tobytes()] = result.dual_bound(point, self.fit_intercept)
+        for kept in (self._predicted, self._bounds):
+            while len(kept) > PREDICTED_KEPT:
+                del kept[next(iter(kept))]
         return result
+
+    def dual_bound(self, x: np.ndarray) -> float | None:
+        """A lower bound on the problem's optimum from a pass made at ``x`` among the last few
+        (:mod:`dsvm.problems._duality`; no pass of its own), nan where that pass made no dual sums; None
+        when no recent pass was made there."""
+        return self._bounds.get(np.asarray(x, dtype=np.float64).tobytes())
 
     def predicted_positive(self, x: np.ndarray) -> tuple[int, int] | None:
         """``(rows of positive cost, those of them with margin above 0)`` at ``x``, as counted by a pass

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from ._finite import check_result
-from ._result import SolverResult
+from ._result import SolverResult, relative_gap
 
 
 def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 1000,
@@ -56,11 +56,27 @@ def dual_coordinate_descent(op, dim: int, *, tol: float = 1e-4, max_iter: int = 
     m = np.asarray(F, dtype=np.float64) @ w + b
     rho = np.maximum(0.0, 1.0 - y * m)
     objective = 0.5 * float(w @ w) + (0.5 * (b / s) ** 2 if op.fit_intercept else 0.0) + float(c @ (rho * rho))
+    gap = relative_gap(objective, _dual_bound(np.asarray(F, dtype=np.float64), y, c, rho, m, s if op.fit_intercept else 0.0))
     n_iter = int(np.max(svc.n_iter_))
     check_result(np.concatenate([w, [b]]), objective, method="dcd", label=label)
     return SolverResult(
         x=np.concatenate([w, [b]]), objective=objective, n_iter=n_iter, converged=converged,
         grad_norm=float("nan"), grad_norm0=float("nan"), n_passes=n_iter + 1,
         seconds=time.perf_counter() - start, method="dcd", stop_reason="tol" if converged else "max_iter",
-        history=[{"iter": n_iter, "objective": objective}],
+        history=[{"iter": n_iter, "objective": objective, "duality_gap": gap}], duality_gap=gap,
     )
+
+
+def _dual_bound(F: np.ndarray, y: np.ndarray, c: np.ndarray, rho: np.ndarray, m: np.ndarray, s: float) -> float:
+    """LIBLINEAR's dual at the primal point's dual candidate ``α_i = 2 c_i y_i ρ_i``, best scaled.
+
+    Its problem has features ``[f_i, s]`` and no free bias, so every ``t α`` (``t ≥ 0``) is feasible:
+    ``D(t α) = t (Σ |α| ρ + Σ α m) − t² (Σ c ρ² + ½ ‖Σ α_i [f_i, s]‖²)``, maximised at
+    ``t = a / (2 q)`` (see :mod:`dsvm.problems._duality` for the general form).
+    """
+    alpha = 2.0 * c * y * rho
+    loss = float(c @ (rho * rho))
+    u, total = F.T @ alpha, float(alpha.sum())
+    a = 2.0 * loss + float(alpha @ m)
+    q = loss + 0.5 * (float(u @ u) + (s * total) ** 2)
+    return a * a / (4.0 * q) if a > 0.0 and q > 0.0 else 0.0

@@ -47,7 +47,7 @@ import scipy.linalg
 from ..blas import blas_for_order
 from ._cg import conjugate_gradient
 from ._finite import check_matrix, check_point
-from ._result import SolverResult
+from ._result import SolverResult, relative_gap
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +169,7 @@ class _Options:
     reg: np.ndarray  # the regularisation's diagonal: ones, with a zero for the bias
     cg_max_iter: int
     refresh_every: int
+    gap_tol: float | None  # stop once the relative duality gap is at most this (None: the gradient rule only)
     label: str
     callback: Callable | None
     on_state: Callable | None
@@ -343,12 +344,18 @@ def _report(s: _State, info: dict, o: _Options) -> None:
     if o.on_state is not None:
         o.on_state(_checkpoint(s, o))
     logger.info(
-        "%snewton it=%d obj=%.8e |g|=%.3e |A|=%d cg=%d t=%.3g H=%s %.3fs",
-        o.label, s.it, s.f, info["grad_norm"], info["n_active"], info["cg_steps"], info["step"],
+        "%snewton it=%d obj=%.8e |g|=%.3e gap=%.2e |A|=%d cg=%d t=%.3g H=%s %.3fs",
+        o.label, s.it, s.f, info["grad_norm"], info["duality_gap"], info["n_active"], info["cg_steps"], info["step"],
         info["hessian_update"], info["seconds"],
     )
     if o.callback is not None:
         o.callback(s.it, s.x, info)
+
+
+def _gap(op, f: float, res, x: np.ndarray) -> float:
+    """The relative duality gap at ``x`` from its pass ``res`` (nan where the pass made no dual sums)."""
+    bound = res.dual_bound(x, op.fit_intercept) if hasattr(res, "dual_bound") else float("nan")
+    return relative_gap(f, bound)
 
 
 def _iteration(op, s: _State, o: _Options) -> tuple[_State, str | None]:
@@ -370,6 +377,7 @@ def _iteration(op, s: _State, o: _Options) -> tuple[_State, str | None]:
         "cg_steps": cg_steps,
         "step": t,
         "hessian_update": mode,
+        "duality_gap": _gap(op, new.f, res, x_trial),
         "seconds": time.perf_counter() - t_iter,
         "passes": op.n_passes - passes_before,
     }
@@ -379,7 +387,9 @@ def _iteration(op, s: _State, o: _Options) -> tuple[_State, str | None]:
     # leaves the active set unchanged lands on the exact minimiser (finite
     # termination of the semismooth Newton method): nothing is left to gain.
     stable = mode != "none" and t == 1.0 and res.n_changed == 0
-    return new, "active set stable" if stable else None
+    if stable:
+        return new, "active set stable"
+    return new, "gap" if o.gap_tol is not None and info["duality_gap"] <= o.gap_tol else None
 
 
 def semismooth_newton(
@@ -398,6 +408,7 @@ def semismooth_newton(
     on_state=None,
     initial=None,
     g_ref: float | None = None,
+    gap_tol: float | None = None,
 ) -> SolverResult:
     """Minimise ``½‖w‖² + L(w, b)`` by the semismooth Newton method.
 
@@ -437,14 +448,20 @@ def semismooth_newton(
     g_ref : float, optional
         ``‖∇Φ(0)‖``, the reference of the stopping rule, when known (else a
         start away from zero costs a pass at zero).
+    gap_tol : float, optional
+        Also stop (converged) once the relative duality gap of an iteration's
+        point is at most this: a bound on the relative suboptimality.
     """
     if hessian not in ("gram", "cg"):
         raise ValueError(f"hessian must be 'gram' or 'cg', got {hessian!r}")
+    if gap_tol is not None and not (isinstance(gap_tol, (int, float)) and 0.0 < gap_tol < 1.0):
+        raise ValueError(f"solver_options gap_tol must be a number between 0 and 1, got {gap_tol!r}")
     start, passes0 = time.perf_counter(), op.n_passes
     reg = np.ones(dim)
     reg[-1] = 0.0
     x = np.zeros(dim) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
-    o = _Options(dim, hessian, reg, cg_max_iter, refresh_every, label, callback, on_state)
+    o = _Options(dim, hessian, reg, cg_max_iter, refresh_every, None if gap_tol is None else float(gap_tol), label,
+                 callback, on_state)
     s = _resumed(resume, o) if resume is not None else _opening(op, x, initial, g_ref, o)
     # An iteration ends the solve with a reason ("precision", "active set stable"); else the
     # stopping rule or the iteration limit does.
@@ -457,7 +474,7 @@ def semismooth_newton(
         x=s.x,
         objective=s.f,
         n_iter=s.it,
-        converged=reason in ("tol", "active set stable"),
+        converged=reason in ("tol", "active set stable", "gap"),
         grad_norm=float(np.linalg.norm(s.g)),
         grad_norm0=s.g_ref,
         n_passes=op.n_passes - passes0,
@@ -465,5 +482,6 @@ def semismooth_newton(
         method=f"newton-{hessian}",
         stop_reason=reason,
         history=s.history,
+        duality_gap=float("nan") if s.last is None else _gap(op, s.f, s.last, s.x),
         last_pass=None if s.last is None else replace(s.last, hess=s.H_loss, loss_grid=np.zeros(0), n_changed=0),
     )

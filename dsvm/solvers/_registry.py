@@ -14,7 +14,7 @@ from ._dcd import dual_coordinate_descent
 from ._finite import check_result
 from ._minibatch_pegasos import minibatch_pegasos
 from ._newton import choose_hessian, semismooth_newton
-from ._result import SolverResult
+from ._result import SolverResult, relative_gap
 from ._tron import trust_region_newton
 
 __all__ = ["SolverSpec", "Start", "SolveRequest", "REGISTRY", "resolve_hessian", "solve"]
@@ -121,7 +121,7 @@ def _pegasos(op, dim, req: SolveRequest) -> SolverResult:
 
 
 REGISTRY: dict[str, SolverSpec] = {
-    "newton": SolverSpec("newton", _newton, frozenset({"cg_max_iter", "refresh_every"}), takes_start=True,
+    "newton": SolverSpec("newton", _newton, frozenset({"cg_max_iter", "refresh_every", "gap_tol"}), takes_start=True,
                          resumable=True),
     "tron": SolverSpec("tron", _tron, frozenset({"cg_max_iter", "cg_rtol"}), takes_start=True),
     "dcd": SolverSpec("dcd", _dcd, frozenset({"intercept_scaling"}), seeded=True, min_max_iter=1000,
@@ -193,4 +193,17 @@ def solve(name: str, op, dim: int, *, tol: float, max_iter: int, hessian: str = 
                            options={**spec.defaults, **options})
     res = spec.run(op, dim, request)
     check_result(res.x, res.objective, method=res.method, label=label)
+    if name in ("newton", "tron") and np.isnan(res.duality_gap):
+        res.duality_gap = _certificate(op, res)
     return res
+
+
+def _certificate(op, res: SolverResult) -> float:
+    """The relative duality gap at the solution: from a pass the solve made there, else from one more pass
+    (a solve resumed at its end); nan for an operator that bounds nothing."""
+    if not hasattr(op, "dual_bound"):
+        return float("nan")
+    bound = op.dual_bound(res.x)
+    if bound is None:
+        bound = op.evaluate(res.x, res.x).dual_bound(res.x, op.fit_intercept)
+    return relative_gap(res.objective, bound)

@@ -125,6 +125,8 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         fit a task's share of worker memory).
     solver_options : dict or None, default=None
         Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
+        ``gap_tol`` (also stop once the relative duality gap, ``duality_gap_``,
+        is at most this: ``tol`` stated as a bound on the suboptimality),
         ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the
         Newton solve from a subsample's solution, see the user guide's
         estimators page; on Dask input the subsample is solved in this
@@ -170,6 +172,10 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Newton iterations (maximum over the binary problems).
     objective_ : float or ndarray of shape (n_classes,)
         Final primal objective of each binary problem.
+    duality_gap_ : float or ndarray of shape (n_classes,)
+        Relative duality gap of each binary problem at the returned model, ``(objective_ − D) /
+        objective_`` for a dual objective ``D`` below the optimum: a bound on how far ``objective_`` is
+        from the optimum of the problem the solver solved (nan for Pegasos, which solves the hinge loss).
     n_features_in_ : int
     probA_, probB_ : ndarray of shape (1 or n_classes,)
         Platt sigmoid ``P = 1 / (1 + exp(probA_ * f + probB_))`` of each binary

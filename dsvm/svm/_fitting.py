@@ -65,8 +65,8 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
     if res.converged:
         return
     if res.method == "dcd":
-        warnings.warn(f"{label}LIBLINEAR's DCD reached its iteration limit; increase max_iter",
-                      ConvergenceWarning, stacklevel=4)
+        warnings.warn(f"{label}LIBLINEAR's DCD reached its iteration limit at a relative duality gap of "
+                      f"{res.duality_gap:.2e}; increase max_iter", ConvergenceWarning, stacklevel=4)
         return
     if res.method == "pegasos":
         objs = [h["objective"] for h in res.history]
@@ -83,7 +83,8 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
     )
     warnings.warn(
         f"{label}{res.method} solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
-        f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {tol:g}{hint}",
+        f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {tol:g} (relative duality gap "
+        f"{res.duality_gap:.2e}){hint}",
         ConvergenceWarning,
         stacklevel=4,
     )
@@ -110,6 +111,7 @@ def problem_stats(res, label, op=None) -> dict:
         "converged": res.converged,
         "stop_reason": res.stop_reason,
         "grad_norm_rel": res.grad_norm / res.grad_norm0,
+        "duality_gap": res.duality_gap,
         "train_positive": None if counted is None else [int(counted[0]), int(counted[1])],
         "history": res.history,
     }
@@ -155,12 +157,13 @@ class FitResult:
     objective: float | np.ndarray
     n_iter: int
     solver_stats: dict
+    duality_gap: float | np.ndarray = float("nan")
 
     def attributes(self) -> dict[str, Any]:
         return {"feature_map_": self.feature_map, "gamma_": self.gamma, "components_": self.feature_map.components,
                 "component_indices_": self.component_indices, "normalization_": self.feature_map.normalization,
                 "coef_": self.coef, "intercept_": self.intercept, "objective_": self.objective,
-                "n_iter_": self.n_iter, "solver_stats_": self.solver_stats}
+                "duality_gap_": self.duality_gap, "n_iter_": self.n_iter, "solver_stats_": self.solver_stats}
 
 
 @dataclass
@@ -299,6 +302,7 @@ def _fit_result(begun: _Begun, done, labels, n_rows: int, hessian: str, kind: st
     coef = np.array([d["x"][:-1] for d in done])
     intercept = np.array([d["x"][-1] for d in done], dtype=np.float64)
     objectives = [d["objective"] for d in done]
+    gaps = [d["stats"].get("duality_gap", float("nan")) for d in done]
     stats = [dict(d["stats"], **{"class": _plain_label(label)}) for d, label in zip(done, labels)]
     solver_stats = {
         **timing,
@@ -315,7 +319,8 @@ def _fit_result(begun: _Begun, done, labels, n_rows: int, hessian: str, kind: st
                 fmap.n_output, timing["landmark_seconds"], timing["feature_seconds"], solver_stats["solve_seconds"])
     return FitResult(feature_map=fmap, gamma=begun.gamma, component_indices=begun.lm_indices, coef=coef,
                      intercept=intercept, objective=objectives[0] if len(objectives) == 1 else np.asarray(objectives),
-                     n_iter=int(max(d["n_iter"] for d in done)), solver_stats=solver_stats)
+                     n_iter=int(max(d["n_iter"] for d in done)), solver_stats=solver_stats,
+                     duality_gap=gaps[0] if len(gaps) == 1 else np.asarray(gaps))
 
 
 def _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, kind) -> Opening | None:

@@ -126,6 +126,8 @@ def _model_meta(model, classes_kind: str | None) -> dict:
             "n_iter_": int(model.n_iter_),
             "gamma_": float(model.gamma_),
             "objective_": np.asarray(model.objective_).tolist(),
+            # null where a solver gave none (Pegasos); absent from files written before dsvm recorded it
+            "duality_gap_": _gaps_json(getattr(model, "duality_gap_", float("nan"))),
             "solver_stats": {k: v for k, v in model.solver_stats_.items() if k not in ("problems", "calibration")},
             "problems": [{k: v for k, v in p.items() if k != "history"} for p in model.solver_stats_["problems"]],
         },
@@ -357,6 +359,26 @@ def _check_fitted_problems(path: Path, meta: dict) -> None:
         raise _meta_error(path, meta, "fitted.objective_", "a finite number or one per problem")
     if not isinstance(fitted.get("solver_stats", {}), dict):
         raise _meta_error(path, meta, "fitted.solver_stats", "a mapping")
+    gap = fitted.get("duality_gap_")
+    if not (_gap_value(gap) or (isinstance(gap, list) and len(gap) == len(problems) and all(map(_gap_value, gap)))):
+        raise _meta_error(path, meta, "fitted.duality_gap_", "a number ≥ 0 or null, or one per problem")
+
+
+def _gap_value(v) -> bool:
+    return v is None or (_finite_number(v) and v >= 0)
+
+
+def _gaps_json(gap):
+    """``duality_gap_`` as the metadata holds it: a number, or one per problem, null for nan."""
+    values = [None if not np.isfinite(v) else float(v) for v in np.atleast_1d(np.asarray(gap, dtype=np.float64))]
+    return values if np.ndim(gap) else values[0]
+
+
+def _gaps_loaded(gap):
+    """``duality_gap_`` of a model file's metadata (nan for null, or for a file that has none)."""
+    if isinstance(gap, list):
+        return np.array([np.nan if v is None else v for v in gap], dtype=np.float64)
+    return float("nan") if gap is None else float(gap)
 
 
 def _model_params(path: Path, params: dict) -> dict:
@@ -515,6 +537,7 @@ def load_model(path: str | os.PathLike):
     model.gamma_ = float(fitted["gamma_"])
     obj = fitted["objective_"]
     model.objective_ = float(obj) if not isinstance(obj, list) else np.asarray(obj, dtype=np.float64)
+    model.duality_gap_ = _gaps_loaded(fitted.get("duality_gap_"))
     model.solver_stats_ = dict(fitted.get("solver_stats", {}), problems=fitted["problems"])
     if "probA" in a:
         model.probA_, model.probB_ = a["probA"], a["probB"]

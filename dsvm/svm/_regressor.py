@@ -64,7 +64,7 @@ class NystroemSVR(RegressorMixin, NystroemBase):
     ----------
     coef_ : ndarray of shape (1, r)
     intercept_ : ndarray of shape (1,)
-    components_, component_indices_, normalization_, n_iter_, objective_,
+    components_, component_indices_, normalization_, n_iter_, objective_, duality_gap_,
     n_features_in_, feature_names_in_, scaling_, solver_stats_, zero_based_
         As in :class:`~dsvm.NystroemSVC`.
 

@@ -50,7 +50,9 @@ def test_ingest_train_evaluate_predict_info(tmp_path, libsvm_files, capsys):
     X, _ = dsvm.open_dataset(tmp_path / "te.zarr").load()
     np.testing.assert_array_equal(pred, model.predict(X))
     assert _run("info", tmp_path / "m.npz") == 0
-    assert json.loads(capsys.readouterr().out)["n_components"] == 60
+    info = json.loads(capsys.readouterr().out)
+    assert info["n_components"] == 60
+    assert info["duality_gap"] == pytest.approx(float(model.duality_gap_)) and 0.0 <= info["duality_gap"] < 1e-3
 
 
 def test_train_with_search_writes_the_cv_table(tmp_path, libsvm_files):
@@ -117,7 +119,8 @@ def test_regression_model_from_python_predicts_from_the_cli(tmp_path, capsys):
     assert _run("evaluate", tmp_path / "r.npz", tmp_path / "x.zarr", "--json", "--workers", 1) == 0
     assert json.loads(capsys.readouterr().out)["r2"] == pytest.approx(svr.score(X, t), rel=1e-5)
     assert _run("info", tmp_path / "r.npz") == 0
-    assert json.loads(capsys.readouterr().out)["estimator"] == "NystroemSVR"
+    info = json.loads(capsys.readouterr().out)
+    assert info["estimator"] == "NystroemSVR" and info["duality_gap"] == pytest.approx(svr.duality_gap_)
 
 
 def test_pipeline_with_a_search_step(tmp_path):

@@ -36,6 +36,7 @@ def test_round_trip_binary_string_labels(tmp_path, fitted):
     assert loaded.classes_.dtype == object and list(loaded.classes_) == ["in", "out"]
     assert loaded.get_params() == model.get_params()
     assert loaded.objective_ == pytest.approx(model.objective_)
+    assert loaded.duality_gap_ == model.duality_gap_ and model.duality_gap_ >= 0.0
 
 
 def test_round_trip_multiclass(tmp_path, fitted_multiclass):
@@ -43,6 +44,13 @@ def test_round_trip_multiclass(tmp_path, fitted_multiclass):
     loaded = load_model(save_model(model, tmp_path / "m.npz"))
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     assert loaded.get_params()["class_weight"] == {0: 2.0, 1: 1.0, 2: 1.0}
+    np.testing.assert_array_equal(loaded.duality_gap_, model.duality_gap_)
+
+
+def test_a_file_without_a_gap_loads_with_nan(tmp_path, fitted):
+    path = save_model(fitted[0], tmp_path / "m.npz")
+    older = load_model(_rewrite(path, tmp_path / "old.npz", meta=lambda m: m["fitted"].pop("duality_gap_")))
+    assert np.isnan(older.duality_gap_)
 
 
 def test_file_holds_no_pickle(tmp_path, fitted):
@@ -315,6 +323,8 @@ def _rewrite_meta_text(path, out, edit):
     ("problems-string", lambda m: m["fitted"].update(problems="x"), "fitted.problems"),
     ("n-iter-float", lambda m: m["fitted"].update(n_iter_=1.5), "fitted.n_iter_"),
     ("gamma-negative", lambda m: m["fitted"].update(gamma_=-1), "fitted.gamma_"),
+    ("gap-negative", lambda m: m["fitted"].update(duality_gap_=-0.5), "fitted.duality_gap_"),
+    ("gap-string", lambda m: m["fitted"].update(duality_gap_="small"), "fitted.duality_gap_"),
     ("params-list", lambda m: m.update(params=[1]), "params"),
 ])
 def test_metadata_of_the_wrong_type_is_a_model_file_error(tmp_path, fitted, name, edit, message):
