@@ -354,6 +354,19 @@ def _eps_residual_grid(m0, dm, t, y, eps):
     return np.maximum(0.0, np.abs(m0[:, None] + dm[:, None] * t[None, :] - y[:, None]) - eps)
 
 
+#: rows of a slab whose two gradient products run back to back: the second GEMV reads them from cache
+#: (two GEMVs over a slab larger than the cache cost two trips through memory; a GEMM of two columns, more)
+GRAD_ROWS = 512
+
+
+def _two_sums(Fs, g, g_pos, grad, pos_grad) -> None:
+    """Add ``Fsᵀ g`` and ``Fsᵀ g_pos`` to ``grad[:-1]`` and ``pos_grad[:-1]`` (float64 accumulators of the pass)."""
+    for s in range(0, Fs.shape[0], GRAD_ROWS):
+        part = Fs[s : s + GRAD_ROWS].T
+        grad[:-1] += part @ g[s : s + GRAD_ROWS]
+        pos_grad[:-1] += part @ g_pos[s : s + GRAD_ROWS]
+
+
 def _slab_margins(Fs, sl, w, w_zero, bias, known, new):
     """Margins ``Fs w + bias`` of one slab: from the cache, the bias alone at ``w = 0``, or a GEMV
     (stored into ``new`` when the cache keeps them)."""
@@ -410,9 +423,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
         g = cs * slope1
         pos = g < 0.0  # rows whose dual variable -g is positive (see dsvm.problems._duality)
         g_pos = np.where(pos, g, 0.0)
-        both = Fs.T @ np.stack((g, g_pos), axis=1).astype(F.dtype, copy=False)
-        grad[:-1] += both[:, 0]
-        pos_grad[:-1] += both[:, 1]
+        _two_sums(Fs, g.astype(F.dtype, copy=False), g_pos.astype(F.dtype, copy=False), grad, pos_grad)
         grad[-1] += float(g.sum())
         pos_grad[-1] += float(g_pos.sum())
         dual += (-float(g @ m1), float(cs[pos] @ np.square(rho1[pos])), -float(g_pos @ m1))

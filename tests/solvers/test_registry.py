@@ -81,7 +81,7 @@ def test_unknown_solvers_and_options_name_what_is_allowed():
     with pytest.raises(ValueError, match=r"solver='sgd' is not supported; choose one of \('newton', 'tron', 'dcd'"):
         solve("sgd", _op(), DIM, tol=1e-4, max_iter=10)
     with pytest.raises(ValueError, match=r"solver_options \['epochs'\] do not apply to solver='newton'; it takes "
-                                         r"\['cg_max_iter', 'refresh_every'\]"):
+                                         r"\['cg_max_iter', 'gap_tol', 'refresh_every'\]"):
         solve("newton", _op(), DIM, tol=1e-4, max_iter=10, options={"epochs": 3})
 
 
