@@ -92,7 +92,14 @@ class PassResult:
             hess = self.hess + plus.hess - minus.hess
         return replace(self, loss=self.loss + plus.loss - minus.loss, grad=self.grad + plus.grad - minus.grad,
                        n_active=self.n_active + plus.n_active - minus.n_active, n_changed=0,
-                       loss_grid=np.zeros(0), hess=hess, n_costed=-1, n_positive=-1, pos_grad=None, dual_sums=None)
+                       loss_grid=np.zeros(0), hess=hess, n_costed=-1, n_positive=-1,
+                       pos_grad=_exchanged(self.pos_grad, plus.pos_grad, minus.pos_grad),
+                       dual_sums=_exchanged(self.dual_sums, plus.dual_sums, minus.dual_sums))
+
+
+def _exchanged(kept, plus, minus):
+    """``kept + plus − minus`` of one additive sum, None unless all three have it."""
+    return None if kept is None or plus is None or minus is None else kept + plus - minus
 
 
 class LossOperator:

@@ -36,6 +36,7 @@ tight ``tol``), the solver stops and reports ``converged=False`` with
 from __future__ import annotations
 
 import logging
+import numbers
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -454,7 +455,8 @@ def semismooth_newton(
     """
     if hessian not in ("gram", "cg"):
         raise ValueError(f"hessian must be 'gram' or 'cg', got {hessian!r}")
-    if gap_tol is not None and not (isinstance(gap_tol, (int, float)) and 0.0 < gap_tol < 1.0):
+    if gap_tol is not None and (isinstance(gap_tol, bool) or not isinstance(gap_tol, numbers.Real)
+                                or not 0.0 < gap_tol < 1.0):
         raise ValueError(f"solver_options gap_tol must be a number between 0 and 1, got {gap_tol!r}")
     start, passes0 = time.perf_counter(), op.n_passes
     reg = np.ones(dim)

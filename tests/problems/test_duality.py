@@ -20,6 +20,7 @@ def _data(seed=0):
     F = rng.normal(size=(N, R))
     y = np.where(F[:, 0] + 0.7 * F[:, 1] + rng.normal(scale=0.8, size=N) > 0.3, 1.0, -1.0)
     sw = rng.uniform(0.5, 2.0, size=N)
+    sw[rng.random(N) < 0.1] = 0.0  # rows of zero cost (held-out folds) have no dual variable
     return F, y, sw
 
 
@@ -57,6 +58,13 @@ def _optimum(F, target, c, eps=None, fit_intercept=True):
     return res.fun
 
 
+def _over_cost(a, c):
+    """``Σ a_i² / (4 c_i)`` over rows of positive cost (a row of zero cost has ``a_i = 0``)."""
+    costed = c > 0
+    assert not np.any(a[~costed])
+    return float(a[costed] @ (a[costed] / (4.0 * c[costed])))
+
+
 def _best_over_scale(value, t_max=4.0):
     """``max_t value(t)`` for a concave function of one variable on ``[0, t_max]``."""
     res = scipy.optimize.minimize_scalar(lambda t: -value(t), bounds=(0.0, t_max), method="bounded",
@@ -76,23 +84,24 @@ def _textbook_hinge_dual(F, y, c, x, fit_intercept=True):
     def dual(t):
         at = t * a
         u = F.T @ (at * y)
-        return at.sum() - at @ (at / (4.0 * c)) - 0.5 * u @ u
+        return at.sum() - _over_cost(at, c) - 0.5 * u @ u
 
     return _best_over_scale(dual)
 
 
-def _textbook_svr_dual(F, target, c, eps, x):
+def _textbook_svr_dual(F, target, c, eps, x, fit_intercept=True):
     """The L2-SVR dual ``Σ β y − ε Σ |β| − Σ β²/(4c) − ½‖Σ β f‖²`` with ``Σ β = 0``, at ``β = −ℓ'(m)`` with each
     sign's part scaled to meet the constraint, best over the common scale."""
     m = F @ x[:-1] + x[-1]
     beta = 2.0 * c * np.sign(target - m) * np.maximum(0.0, np.abs(m - target) - eps)
-    up, down = beta[beta > 0].sum(), -beta[beta < 0].sum()
-    beta = np.where(beta > 0, beta, beta * up / down)
+    if fit_intercept:
+        up, down = beta[beta > 0].sum(), -beta[beta < 0].sum()
+        beta = np.where(beta > 0, beta, beta * up / down)
 
     def dual(t):
         b = t * beta
         u = F.T @ b
-        return b @ target - eps * np.abs(b).sum() - b @ (b / (4.0 * c)) - 0.5 * u @ u
+        return b @ target - eps * np.abs(b).sum() - _over_cost(b, c) - 0.5 * u @ u
 
     return _best_over_scale(dual)
 
@@ -113,18 +122,61 @@ def test_hinge_bound_is_the_textbook_dual_and_never_above_the_optimum(fit_interc
         assert bound <= optimum * (1 + 1e-10) <= _primal(F, y, c, x) * (1 + 1e-10)
 
 
-def test_svr_bound_is_the_textbook_dual_and_never_above_the_optimum():
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_svr_bound_is_the_textbook_dual_and_never_above_the_optimum(fit_intercept):
     F, _, sw = _data()
     rng = np.random.default_rng(4)
     target = F @ rng.normal(size=R) + rng.normal(scale=0.3, size=N)
     rb = as_row_blocks(F, 70)
-    op = SquaredEpsilonOperator(rb, aligned_vector(target, rb), 2.0, 0.2, aligned_vector(sw, rb))
+    op = SquaredEpsilonOperator(rb, aligned_vector(target, rb), 2.0, 0.2, aligned_vector(sw, rb), fit_intercept)
     c = 2.0 * sw
-    optimum = _optimum(F, target, c, eps=0.2)
+    optimum = _optimum(F, target, c, eps=0.2, fit_intercept=fit_intercept)
     for scale in (0.0, 0.1, 0.5):
         x = rng.normal(size=R + 1) * scale
-        bound = op.evaluate(x, x).dual_bound(x)
-        np.testing.assert_allclose(bound, _textbook_svr_dual(F, target, c, 0.2, x), rtol=1e-7, atol=1e-9)
+        if not fit_intercept:
+            x[-1] = 0.0
+        bound = op.evaluate(x, x).dual_bound(x, fit_intercept)
+        expected = _textbook_svr_dual(F, target, c, 0.2, x, fit_intercept)
+        np.testing.assert_allclose(bound, expected, rtol=1e-7, atol=1e-9)
+        assert bound <= optimum * (1 + 1e-10)
+
+
+def test_one_sided_active_set_bounds_by_zero_and_exchanged_passes_keep_the_sums():
+    F, y, sw = _data()
+    op, c = _hinge_operator(F, y, sw)
+    x = np.zeros(R + 1)
+    x[-1] = 50.0  # every positive row far outside the margin: only negative rows are active
+    res = op.evaluate(x, x)
+    assert res.dual_bound(x) == 0.0 < _primal(F, y, c, x)
+    x = np.random.default_rng(5).normal(size=R + 1) * 0.2
+    whole = op.evaluate(x, x)
+    swapped = whole.exchanged(whole.scaled(0.5), whole.scaled(0.5))
+    np.testing.assert_allclose(swapped.dual_bound(x), whole.dual_bound(x), rtol=1e-12)
+    np.testing.assert_allclose(whole.scaled(2.0).dual_bound(x), _hinge_operator(F, y, 2.0 * sw)[0].evaluate(
+        x, x).dual_bound(x), rtol=1e-10)
+
+
+def test_dcd_bound_is_the_textbook_dual_of_liblinears_problem():
+    """LIBLINEAR's problem, ``½‖w‖² + ½(b/s)² + Σ c ρ²``: the dual over features ``[f, s]`` with no constraint."""
+    from dsvm.solvers._dcd import _dual_bound
+
+    F, y, sw = _data()
+    c, s = 1.3 * sw, 2.0
+    rng = np.random.default_rng(6)
+    Fa = np.hstack([F, np.full((N, 1), s)])
+    optimum = _optimum(Fa, y, c, fit_intercept=False)
+    for scale in (0.05, 0.3):
+        x = rng.normal(size=R + 1) * scale
+        m = F @ x[:-1] + x[-1]
+        rho = np.maximum(0.0, 1.0 - y * m)
+        a = 2.0 * c * rho
+
+        def dual(t, a=a):
+            u = Fa.T @ (t * a * y)
+            return t * a.sum() - _over_cost(t * a, c) - 0.5 * u @ u
+
+        bound = _dual_bound(F, y, c, rho, m, s)
+        np.testing.assert_allclose(bound, _best_over_scale(dual), rtol=1e-7)
         assert bound <= optimum * (1 + 1e-10)
 
 
@@ -187,5 +239,6 @@ def test_gap_tol_stops_newton_once_the_gap_is_small_enough():
     assert stats["stop_reason"] == "gap" and stats["converged"]
     assert early.duality_gap_ <= 1e-2 and early.n_iter_ < full.n_iter_
     assert (early.objective_ - full.objective_) / early.objective_ <= early.duality_gap_
+    assert NystroemSVC(solver_options={"gap_tol": np.float32(1e-2)}, **common).fit(X, y).duality_gap_ <= 1e-2
     with pytest.raises(ValueError, match="gap_tol must be a number between 0 and 1"):
         NystroemSVC(n_components=10, solver_options={"gap_tol": 0.0}).fit(X[:100], y[:100])
