@@ -171,6 +171,16 @@ def gamma_option(text: str):
         raise UserError(f"--gamma must be a number, 'scale' or 'auto', got {text!r}") from None
 
 
+def k_option(text):
+    """``-k``: a positive number of landmarks, or ``auto`` (chosen by the fit)."""
+    if text == "auto" or isinstance(text, int):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise UserError(f"-k must be a positive integer or 'auto', got {text!r}") from None
+
+
 def parse_class_weight(values: list[str] | None):
     """``--class-weight`` values: None, ``"balanced"``, or ``[(class text, weight), ...]``."""
     if not values:
@@ -304,10 +314,10 @@ def _estimator(args, regression: bool, class_weight):
     from ..svm import NystroemSVC, NystroemSVR, check_params
 
     params = dict(
-        C=args.C, gamma=gamma_option(args.gamma), n_components=args.n_components, kernel=args.kernel,
+        C=args.C, gamma=gamma_option(args.gamma), n_components=k_option(args.n_components), kernel=args.kernel,
         degree=args.degree, coef0=args.coef0, landmarks=args.landmarks, solver=args.solver, hessian=args.hessian,
         tol=args.tol, max_iter=args.max_iter, dtype=args.dtype, feature_store=args.feature_store,
-        random_state=args.random_state, scale=args.scale,
+        random_state=args.random_state, scale=args.scale, time_budget=args.time_budget,
     )
     if regression:
         model = NystroemSVR(epsilon=0.0 if args.epsilon is None else args.epsilon, **params)
@@ -411,8 +421,10 @@ def _fit_or_search(args, model, ds, grid: dict[str, list] | None, cv_only: bool)
         logger.info("search: best %s (mean CV %s %.4f); table %s", search.best_params_, args.scoring,
                     search.best_score_, paths.get("markdown"))
     if model is not None:
-        logger.info("trained in %.2fs: %d landmarks, %d Newton iteration(s), relative duality gap %s",
-                    time.perf_counter() - t0, model.components_.shape[0], model.n_iter_,
+        path = getattr(model, "k_path_", None)
+        chosen = "" if not path else f" (chosen by -k auto of {', '.join(str(p['k']) for p in path)})"
+        logger.info("trained in %.2fs: %d landmarks%s, %d Newton iteration(s), relative duality gap %s",
+                    time.perf_counter() - t0, model.components_.shape[0], chosen, model.n_iter_,
                     _gaps_text(getattr(model, "duality_gap_", math.nan)))
     return model
 

@@ -53,7 +53,7 @@ from ..io import check_replaceable, check_target, ingest, make_classification_za
 from ..svm import NystroemSVC, evaluate, model_file_problem, save_model
 from ._paper import run_paper
 from ._pipeline_spec import check_inputs, check_pipeline, model_params, search_grid
-from ._report import json_safe, machine_line, plot_accuracy_vs_k, plot_convergence, train_report_markdown
+from ._report import json_safe, machine_line, nan_as_null, plot_accuracy_vs_k, plot_convergence, train_report_markdown
 from ._report_files import (
     OUTPUT_MARKER,
     check_output_folder,
@@ -234,7 +234,8 @@ def _run_train(spec: dict[str, Any], out: Path) -> dict[str, Any]:
         "data": {"train": str(train.path), "test": str(test.path) if test is not None else None,
                  "n_train": train.n_samples, "n_features": train.n_features, "split": spec["data"].get("split")},
         "model": {"estimator": "NystroemSVC", "params": params, "gamma": model.gamma_,
-                  "n_components": int(model.components_.shape[0]), "n_features_out": int(model.coef_.shape[1])},
+                  "n_components": int(model.components_.shape[0]), "n_features_out": int(model.coef_.shape[1]),
+                  "k_path": getattr(model, "k_path_", None), "duality_gap": nan_as_null(model.duality_gap_)},
         "timing": {"ingest_seconds": ingest_seconds, **{k: v for k, v in stats.items() if k.endswith("_seconds")}},
         "solver": {"hessian": stats["hessian"], "problems": stats["problems"]},
         "evaluation": evaluation,

@@ -21,7 +21,7 @@ from sklearn.model_selection import ParameterGrid
 from ..exceptions import PipelineError
 from ..experiments import DEFAULTS, PAPER_DATASETS, dataset_settings, paper_config
 from ..io import MAX_N_FEATURES, check_synthetic_options, ingest, make_classification_zarr
-from ..model_selection import check_search_landmarks, check_search_params
+from ..model_selection import check_auto_k, check_search_landmarks, check_search_params
 from ..options import DTYPES
 from ..reference import require_clarabel
 from ..svm import NystroemSVC, check_params, param_names
@@ -355,7 +355,12 @@ def _check_search(search: Any, params: dict[str, Any], where: str) -> None:
         check_search_params(search.get("scoring", "accuracy"), None)
     except ValueError as exc:
         raise PipelineError(f"{where}: model.search.scoring: {exc}") from None
-    for point in ParameterGrid(grid):
+    points = list(ParameterGrid(grid))
+    try:
+        check_auto_k([{**params, **point}.get("n_components", NystroemSVC().n_components) for point in points])
+    except ValueError as exc:
+        raise PipelineError(f"{where}: model.search: {exc}") from None
+    for point in points:
         _estimator({**params, **point}, "model.search.grid", where)
         try:
             check_search_landmarks([{**params, **point}.get("landmarks", "uniform")])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from pathlib import Path
@@ -53,6 +54,14 @@ def json_safe(obj):
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     return str(obj)
+
+
+def nan_as_null(values):
+    """A number or list of numbers (an ndarray's) for JSON output, None where one is nan or infinite."""
+    values = values.tolist() if hasattr(values, "tolist") else values
+    if isinstance(values, list):
+        return [nan_as_null(v) for v in values]
+    return float(values) if math.isfinite(values) else None
 
 
 def convergence_figure(stats: dict):
@@ -122,6 +131,16 @@ def plot_accuracy_vs_k(rows: list[dict], path: Path) -> bool:
     return True
 
 
+def _k_path_lines(path: list[dict] | None, chosen: int) -> list[str]:
+    """The ``n_components="auto"`` path as a Markdown section (nothing for a fixed k)."""
+    if not path:
+        return []
+    lines = ["## Choosing k", "", f"`n_components=\"auto\"` chose **k = {chosen}**; the path, scored on the "
+             "held-out training rows:", "", "| k | held-out score | seconds |", "|---:|---:|---:|"]
+    lines += [f"| {p['k']} | {p['score']:.4f} | {p['seconds']:.2f} |" for p in path]
+    return lines + [""]
+
+
 def train_report_markdown(report: dict[str, Any]) -> str:
     """The Markdown of a ``kind: train`` pipeline's report."""
     m, ev = report["model"], report.get("evaluation")
@@ -132,6 +151,8 @@ def train_report_markdown(report: dict[str, Any]) -> str:
     t = report["timing"]
     lines += ["| stage | seconds | share of fit |", "|---|---:|---:|"]
     stages = {key.replace("_seconds", ""): t[key] for key in ("landmark_seconds", "feature_seconds", "solve_seconds")}
+    if "auto_k_seconds" in t:  # n_components="auto": the path of fits that chose k, before the final solve
+        stages = {"choosing k": t["auto_k_seconds"], **stages}
     # checks, gamma="scale", label encoding, the feature store's setup and the solver's bookkeeping
     stages["other"] = max(0.0, t["fit_seconds"] - sum(stages.values()))
     for name, seconds in stages.items():
@@ -145,10 +166,15 @@ def train_report_markdown(report: dict[str, Any]) -> str:
         for c in ev["per_class"]:
             lines.append(f"| {c['label']} | {c['precision']:.4f} | {c['recall']:.4f} | {c['f1']:.4f} | {c['support']} |")
         lines.append("")
-    lines += ["## Newton iterations", "", "| class | iterations | passes | seconds | stop |", "|---|---:|---:|---:|---|"]
+    lines += ["## Newton iterations", "",
+              "| class | iterations | passes | seconds | stop | duality gap |", "|---|---:|---:|---:|---|---:|"]
     for p in report["solver"]["problems"]:
-        lines.append(f"| {p['class']} | {p['n_iter']} | {p['n_passes']} | {p['seconds']:.3f} | {p['stop_reason']} |")
+        gap = p.get("duality_gap")
+        gap_text = "—" if gap is None or gap != gap else f"{gap:.1e}"  # nan: the solver gave no certificate
+        lines.append(f"| {p['class']} | {p['n_iter']} | {p['n_passes']} | {p['seconds']:.3f} | {p['stop_reason']} "
+                     f"| {gap_text} |")
     lines.append("")
+    lines += _k_path_lines(m.get("k_path"), m["n_components"])
     if report.get("cv_results"):
         rows = report["cv_results"]
         keys = [k for k in rows[0] if k not in ("rank", "mean_test_score", "std_test_score") and not k.startswith("split")

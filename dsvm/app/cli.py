@@ -23,7 +23,6 @@ import argparse
 import errno
 import json
 import logging
-import math
 import os
 import select
 import sys
@@ -98,7 +97,12 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--epsilon", type=float, default=None,
                    help="regression: half-width of the insensitive tube (default 0)")
     g.add_argument("--gamma", default="scale", help="kernel gamma: a number, 'scale' or 'auto' (default scale)")
-    g.add_argument("-k", "--n-components", type=int, default=500, help="number of landmarks (default 500)")
+    g.add_argument("-k", "--n-components", default=500,
+                   help="number of landmarks, or 'auto': grown on held-out rows until doubling it gains too little "
+                        "(default 500)")
+    g.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="stop the fit's Newton iterations (and, with -k auto, its search for k) so that it ends "
+                        "within about this many seconds")
     g.add_argument("--kernel", default="rbf", choices=list(KERNELS), help="kernel function (default rbf)")
     g.add_argument("--degree", type=int, default=3, help="degree of the poly kernel (default 3)")
     g.add_argument("--coef0", type=float, default=0.0, help="constant term of the poly and sigmoid kernels (default 0)")
@@ -444,6 +448,7 @@ def cmd_info(args) -> int:
                 "attrs": {k: v for k, v in ds.attrs.items() if k != "checksums"}}  # one per chunk: too long
     else:
         from ..svm import load_model
+        from ._report import nan_as_null
 
         m = load_model(p)
         info = {"kind": "model", "path": str(p), "estimator": type(m).__name__, "kernel": m.feature_map_.spec.to_dict(),
@@ -453,18 +458,10 @@ def cmd_info(args) -> int:
                 "scale": getattr(m.scaling_, "kind", None),
                 "feature_names": None if getattr(m, "feature_names_in_", None) is None else list(m.feature_names_in_),
                 "n_iter": m.n_iter_, "objective": m.objective_ if isinstance(m.objective_, float) else list(m.objective_),
-                "duality_gap": _nan_as_null(m.duality_gap_),
+                "duality_gap": nan_as_null(m.duality_gap_), "k_path": getattr(m, "k_path_", None),
                 "fit_seconds": m.solver_stats_.get("fit_seconds")}
     print(json.dumps(info, indent=2, default=str))
     return 0
-
-
-def _nan_as_null(values):
-    """A number or list of numbers (an ndarray's) for JSON output, None where one is nan or infinite."""
-    values = values.tolist() if hasattr(values, "tolist") else values
-    if isinstance(values, list):
-        return [_nan_as_null(v) for v in values]
-    return float(values) if math.isfinite(values) else None
 
 
 def cmd_clean(args) -> int:

@@ -11,7 +11,7 @@ from ..lazy import lazy_names
 # module (relative to this package) -> the public names it defines
 _MODULES = {
     "._results": ("hashable",),
-    "._search": ("DEFAULT_GRID", "NystroemSVCCV", "check_search_landmarks", "check_search_params"),
+    "._search": ("DEFAULT_GRID", "NystroemSVCCV", "check_auto_k", "check_search_landmarks", "check_search_params"),
 }
 
 __all__ = [name for names in _MODULES.values() for name in names]

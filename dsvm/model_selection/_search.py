@@ -37,6 +37,7 @@ from ..svm import (
     check_params,
     evaluate,
     fit_classifier,
+    k_schedule,
     param_names,
     prepare_classification,
     score_from_confusion,
@@ -49,7 +50,7 @@ from ._results import format_results, hashable
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["NystroemSVCCV", "check_search_params", "check_search_landmarks", "SEARCH_LANDMARKS", "CHEAP_AXES",
+__all__ = ["NystroemSVCCV", "check_auto_k", "check_search_params", "check_search_landmarks", "SEARCH_LANDMARKS", "CHEAP_AXES",
            "DEFAULT_GRID"]
 
 CHEAP_AXES = ("C", "gamma", "n_components")  # shared landmarks, kernel columns and warm starts along these
@@ -85,6 +86,27 @@ def check_search_landmarks(methods: Iterable) -> None:
                 f"choose one of {SEARCH_LANDMARKS}, or search with those and refit "
                 f"NystroemSVC(landmarks={method!r}, **best_params_)"
             )
+
+
+def check_auto_k(values: list) -> bool:
+    """Whether the search chooses k itself (``n_components="auto"`` at every point); mixing it with given k
+    values is refused."""
+    auto = [v == "auto" for v in values if isinstance(v, str)]
+    if auto and len(auto) != len(values):
+        raise ValueError("n_components='auto' cannot be mixed with given k values in one search: search k "
+                         "over a grid of values, or let every point choose it")
+    return bool(auto)
+
+
+def _joined_scores(parts: list[tuple]) -> tuple:
+    """The results of several :meth:`NystroemSVCCV._score_candidates` calls as one, candidates in order."""
+    arrays = [np.concatenate([part[j] for part in parts]) for j in range(4)]
+    functions, stats, offset = {}, Counter(), 0
+    for part in parts:
+        functions.update({offset + i: f for i, f in part[4].items()})
+        stats = merge_stats(stats, part[5])
+        offset += len(part[0])
+    return (*arrays, functions, stats)
 
 
 def _estimator_has(attr: str):
@@ -135,11 +157,14 @@ class NystroemSVCCV(ClassifierMixin, BaseEstimator):
         every (gamma, k); ``None`` or 1 solves them one after another.
     kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian, tol, max_iter, \
 fit_intercept, class_weight, probability, dtype, eig_rtol, kmeans_iter, feature_store, block_rows, \
-solver_options, random_state, scale
+solver_options, random_state, scale, time_budget, k_tol
         Parameters of every :class:`~dsvm.NystroemSVC` fitted; those named in
-        ``param_grid`` are searched (all but ``scale``).  ``probability`` only affects the refit
-        ``best_estimator_``; so does ``feature_store="implicit"`` (the C paths gather fold rows of
-        stored features: they run as ``"auto"``).  ``landmarks`` is ``"uniform"`` or ``"kmeans"``
+        ``param_grid`` are searched (all but ``scale``).  ``probability``, ``time_budget`` and
+        ``feature_store="implicit"`` only affect the refit ``best_estimator_`` (the C paths gather fold rows
+        of stored features: they run as ``"auto"``).  ``n_components="auto"`` searches k per point of the
+        grid: each point is scored at ``k = 250, 500, 1000, …`` until a doubling gains less than ``k_tol``
+        in mean test score (``cv_results_`` has a row per point and k; it cannot be mixed with given k
+        values).  ``landmarks`` is ``"uniform"`` or ``"kmeans"``
         (the landmarks of other methods depend on ``gamma`` or on the labels,
         so a search could not share them).
 
@@ -213,6 +238,8 @@ solver_options, random_state, scale
         checkpoint=None,
         random_state=None,
         scale=None,
+        time_budget=None,
+        k_tol=0.002,
     ):
         self.param_grid = param_grid
         self.cv = cv
@@ -243,6 +270,8 @@ solver_options, random_state, scale
         self.checkpoint = checkpoint
         self.random_state = random_state
         self.scale = scale
+        self.time_budget = time_budget
+        self.k_tol = k_tol
 
     # ------------------------------------------------------------------ helpers
     def _base_estimator(self) -> NystroemSVC:
@@ -315,6 +344,26 @@ solver_options, random_state, scale
                 fit_times[i], score_times[i] = group.fit_seconds[row], group.score_seconds[row]
         return test_scores, train_scores, fit_times, score_times, fold_functions, stats
 
+    def _auto_k_rounds(self, base: NystroemSVC, ctx: SearchContext, points: list[dict]):
+        """``n_components="auto"``: every point scored at ``k = 250, 500, …`` (:func:`~dsvm.svm.k_schedule`; the
+        landmarks come from all rows, as the grid's do), a point dropping out once a doubling gains less than ``k_tol`` in mean test score.
+        Returns the candidates scored (each with its k) and their scores as :meth:`_score_candidates` does."""
+        growing, last = list(range(len(points))), {}
+        candidates, parts = [], []
+        for k in k_schedule(ctx.X_rb.n_rows):
+            if not growing:
+                break
+            batch = [{**points[i], "n_components": k} for i in growing]
+            part = self._score_candidates(base, ctx, batch)
+            means = np.nanmean(part[0], axis=1)
+            logger.info("search, auto k: k=%d scored %d points (best mean %.5f)", k, len(batch), np.nanmax(means))
+            scored_now = dict(zip(growing, means))
+            growing = [i for i, m in scored_now.items() if i not in last or m - last[i] >= self.k_tol]
+            last.update(scored_now)
+            candidates += batch
+            parts.append(part)
+        return candidates, _joined_scores(parts)
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Run the search; refit the best model on all rows.
@@ -334,13 +383,17 @@ solver_options, random_state, scale
         candidates = self._candidates()
         check_search_landmarks([cand.get("landmarks", self.landmarks) for cand in candidates])
         base = self._base_estimator()
+        auto = check_auto_k([cand.get("n_components", self.n_components) for cand in candidates])
         for cand in candidates:  # every point as its fit would check it, before any work (C is never refitted)
             check_params(clone(base).set_params(**cand))
         X_in, y_in = X, y
         ctx = self._search_context(base, X, y, sample_weight, groups)
         S = ctx.n_splits
-        test_scores, train_scores, fit_times, score_times, fold_functions, stats = self._score_candidates(
-            base, ctx, candidates)
+        if auto:
+            candidates, scored = self._auto_k_rounds(base, ctx, candidates)
+        else:
+            scored = self._score_candidates(base, ctx, candidates)
+        test_scores, train_scores, fit_times, score_times, fold_functions, stats = scored
         if stats["not_converged"]:
             warnings.warn(
                 f"{int(stats['not_converged'])} of {int(stats['n_solves'])} fold solves did not converge; "

@@ -393,6 +393,14 @@ def _iteration(op, s: _State, o: _Options) -> tuple[_State, str | None]:
     return new, "gap" if o.gap_tol is not None and info["duality_gap"] <= o.gap_tol else None
 
 
+def _past_deadline(s: _State, deadline: float | None) -> bool:
+    """Whether an iteration as long as the last one (or none yet) would end after ``deadline``."""
+    if deadline is None:
+        return False
+    last = s.history[-1]["seconds"] if s.history else 0.0
+    return time.perf_counter() + last > deadline
+
+
 def semismooth_newton(
     op,
     dim: int,
@@ -410,6 +418,7 @@ def semismooth_newton(
     initial=None,
     g_ref: float | None = None,
     gap_tol: float | None = None,
+    deadline: float | None = None,
 ) -> SolverResult:
     """Minimise ``½‖w‖² + L(w, b)`` by the semismooth Newton method.
 
@@ -452,6 +461,9 @@ def semismooth_newton(
     gap_tol : float, optional
         Also stop (converged) once the relative duality gap of an iteration's
         point is at most this: a bound on the relative suboptimality.
+    deadline : float, optional
+        A ``time.perf_counter()`` value: no iteration begins that, taking as
+        long as the last one, would end after it (stop reason ``"time_budget"``).
     """
     if hessian not in ("gram", "cg"):
         raise ValueError(f"hessian must be 'gram' or 'cg', got {hessian!r}")
@@ -469,6 +481,9 @@ def semismooth_newton(
     # stopping rule or the iteration limit does.
     reason = None
     while reason is None and s.it < max_iter and not _small_gradient(s, tol):
+        if _past_deadline(s, deadline):
+            reason = "time_budget"
+            break
         s, reason = _iteration(op, s, o)
     if reason is None:
         reason = "tol" if _small_gradient(s, tol) else "max_iter"

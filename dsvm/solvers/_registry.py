@@ -75,6 +75,9 @@ class Start:
     initial, g_ref : PassResult, float, optional
         Newton: the pass at ``x0`` and ``‖∇Φ(0)‖`` made elsewhere (with the features, or by a C path),
         so the solve does not make them again.
+    deadline : float, optional
+        Newton: a ``time.perf_counter()`` value it does not begin an iteration expected to end after
+        (the estimators' ``time_budget``).
     """
 
     x0: np.ndarray | None = None
@@ -82,6 +85,7 @@ class Start:
     on_state: Callable | None = None
     initial: Any = None
     g_ref: float | None = None
+    deadline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,8 @@ class SolveRequest:
 def _newton(op, dim, req: SolveRequest) -> SolverResult:
     s = req.start
     return semismooth_newton(op, dim, x0=s.x0, tol=req.tol, max_iter=req.max_iter, hessian=req.hessian, label=req.label,
-                             resume=s.resume, on_state=s.on_state, initial=s.initial, g_ref=s.g_ref, **req.options)
+                             resume=s.resume, on_state=s.on_state, initial=s.initial, g_ref=s.g_ref,
+                             deadline=s.deadline, **req.options)
 
 
 def _tron(op, dim, req: SolveRequest) -> SolverResult:

@@ -12,6 +12,7 @@ from ..lazy import lazy_names
 
 # module (relative to this package) -> the public names it defines
 _MODULES = {
+    "._auto_k": ("k_schedule",),
     "._base": ("block_rows_for", "check_params", "model_decisions", "param_names", "unpack_dataset"),
     "._calibration": ("platt_log_proba",),
     "._checkpoint": ("check_checkpoint_path", "kept_until_saved", "remove_checkpoint"),

@@ -67,6 +67,15 @@ def block_rows_for(n_out: int, dtype, block_rows: int | None = None) -> int:
     return max(1024, BLOCK_BYTES // (np.dtype(dtype).itemsize * max(1, n_out)))
 
 
+#: the k that sizes the input's blocks of an ``n_components="auto"`` fit (its fits run at several k)
+AUTO_LAYOUT_K = 2000
+
+
+def layout_k(est) -> int:
+    """The number of landmarks the input's blocks are sized for."""
+    return AUTO_LAYOUT_K if est.n_components == "auto" else est.n_components
+
+
 def _block_layout(est, n_out: int) -> tuple[int, int | None]:
     """``(block_rows, min_blocks)`` of an estimator's in-memory input: an explicit ``block_rows`` is kept
     as given (``block_rows=n``: one block, one thread); the default size is split further so that every
@@ -151,11 +160,23 @@ MAX_LOSS_SCALE = 1e150
 MAX_FLOAT32_COST = 1e30
 
 
+def _check_k_params(est) -> None:
+    """``n_components`` (a positive integer or ``"auto"``), ``time_budget`` and ``k_tol``."""
+    if est.n_components != "auto":
+        check_positive_int("n_components", est.n_components)
+    elif getattr(est, "checkpoint", None) is not None:
+        raise ValueError("checkpoint cannot be used with n_components='auto' (its fits run at several k); "
+                         "fix n_components to the k an earlier auto fit chose (n_components_) to checkpoint")
+    if est.time_budget is not None:
+        check_positive("time_budget", est.time_budget)
+    check_positive("k_tol", est.k_tol, allow_zero=True)
+
+
 def check_params(est) -> None:
     """Validate a Nystroem estimator's parameters as fit does (``ValueError`` naming the parameter)."""
     check_kernel_params(est.kernel, est.gamma)
     check_positive("C", est.C)
-    check_positive_int("n_components", est.n_components)
+    _check_k_params(est)
     if est.landmarks not in LANDMARK_METHODS:
         raise ValueError(f"landmarks={est.landmarks!r} is not supported; choose one of {LANDMARK_METHODS}")
     if est.solver not in est.SUPPORTED_SOLVERS:
@@ -340,7 +361,7 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
         workers = probe_workers(TASK_MODULES)  # one round trip to the workers serves both questions
         memory, _ = cluster_memory(workers)
         persist = float(X.nbytes) <= 0.1 * memory
-        X_rb = task_sized_blocks(X, min(est.n_components, X.shape[0]), chunk_bytes,
+        X_rb = task_sized_blocks(X, min(layout_k(est), X.shape[0]), chunk_bytes,
                                  itemsize=np.dtype(est.dtype).itemsize, persisted_bytes=float(X.nbytes) if persist else 0.0,
                                  worker_modules=TASK_MODULES, workers=workers)
         X_rb = _scaled(est, X_rb, False, X.dtype)
@@ -356,7 +377,7 @@ def prepare_fit_input(est, X, y, sample_weight, check_y: Callable[[np.ndarray], 
     check_numeric_columns(X, "the DataFrame")  # numpy would name a value, not its column
     X, y = validate_data(est, X, y, accept_sparse="csr", dtype=[np.float64, np.float32])
     y = check_y(y)
-    X_rb = as_row_blocks(X, *_block_layout(est, min(est.n_components, X.shape[0])))
+    X_rb = as_row_blocks(X, *_block_layout(est, min(layout_k(est), X.shape[0])))
     X_rb = _scaled(est, X_rb, True, X.dtype)
     sw = None
     if sample_weight is not None:

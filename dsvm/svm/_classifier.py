@@ -18,10 +18,10 @@ from ..exceptions import OneClassFitWarning
 from ..problems import SquaredHingeOperator, labels_from_decision
 from ..progress import stage
 from ..signals import sigterm_cleanup
+from ._auto_k import fit_or_choose, held_accuracy
 from ._base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, set_fitted, unpack_dataset
 from ._block_tasks import correct_from_decision
 from ._calibration import PlattCalibration, proba_block
-from ._fitting import fit_problems
 from ._labels import check_sample_weight_blocks, class_weights, prepare_classification
 
 logger = logging.getLogger(__name__)
@@ -55,8 +55,14 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Constant of the poly and sigmoid kernels.
     C : float, default=1.0
         Cost of the squared hinge loss.
-    n_components : int, default=500
+    n_components : int or "auto", default=500
         Number of landmarks ``k``.  Clipped to the number of rows with a warning.
+        ``"auto"``: chosen by the fit, on nested landmarks grown 250, 500,
+        1000, … up to 8000, each fit scored on held-out training rows (a
+        fixed hash of the row index: the same rows for any chunking), until a
+        doubling gains less than ``k_tol`` or would pass ``time_budget``; the
+        model is then fitted on every row at that k (``n_components_``,
+        ``k_path_``).
     landmarks : {"uniform", "kmeans", "active", "pivoted"}, default="uniform"
         ``"active"`` draws the landmarks from the active set of a first, cheap
         model on ``k/4`` uniform landmarks (rows near the decision boundary).
@@ -155,6 +161,14 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         every row at prediction.  Sparse input is not centred by
         ``"standard"`` (``with_mean=False``); ``"minmax"`` refuses sparse
         input whose zeros it would move.
+    time_budget : float or None, default=None
+        Seconds the fit should take at most: Newton begins no iteration that,
+        as long as the last, would end later (stop reason ``"time_budget"``,
+        with a ``ConvergenceWarning``), and ``n_components="auto"`` fits no
+        further k whose expected time would not fit.  Other solvers ignore it.
+    k_tol : float, default=0.002
+        ``n_components="auto"``: the held-out accuracy (R² for
+        :class:`NystroemSVR`) a doubling of k must gain for the path to go on.
 
     Attributes
     ----------
@@ -180,6 +194,11 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     probA_, probB_ : ndarray of shape (1 or n_classes,)
         Platt sigmoid ``P = 1 / (1 + exp(probA_ * f + probB_))`` of each binary
         problem (only with ``probability=True``).
+    n_components_ : int
+        The number of landmarks of the fitted model (the chosen one for ``"auto"``).
+    k_path_ : list of dict or None
+        ``n_components="auto"``: the path's fits, ``{"k", "score", "seconds"}``
+        (score: accuracy on the held-out rows); None for a fixed k.
     solver_stats_ : dict
         Per problem: iterations, passes over the data, seconds, stop reason;
         plus the timings of the landmark and feature stages (and, with
@@ -235,6 +254,8 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         checkpoint=None,
         random_state=None,
         scale=None,
+        time_budget=None,
+        k_tol=0.002,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -259,6 +280,8 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         self.checkpoint = checkpoint
         self.random_state = random_state
         self.scale = scale
+        self.time_budget = time_budget
+        self.k_tol = k_tol
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the model.
@@ -374,8 +397,9 @@ def fit_classifier(est: NystroemSVC, X, y=None, sample_weight=None, *, start=Non
         calib[0].stats[-1]["seconds"] = time.perf_counter() - t0
 
     with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
-        result = fit_problems(est, X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator,
-                              t_start, prepare_problem=calibrate if est.probability else None, start=start)
+        result = fit_or_choose(est, X_rb, checked, [codes, sw], [classes[p] for p in positives], make_operator,
+                               t_start, held_accuracy(X_rb, codes), prepare_problem=calibrate if est.probability else None,
+                               start=start)
     attributes = result.attributes()
     if calib:
         attributes.update(probA_=calib[0].probA, probB_=calib[0].probB)

@@ -76,11 +76,9 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
             ConvergenceWarning, stacklevel=4,
         )
         return
-    hint = (
-        "; float32 features limit the attainable accuracy, use dtype='float64'"
-        if res.stop_reason == "precision"
-        else "; increase max_iter"
-    )
+    hints = {"precision": "; float32 features limit the attainable accuracy, use dtype='float64'",
+             "time_budget": "; it used its time_budget, raise it"}
+    hint = hints.get(res.stop_reason, "; increase max_iter")
     warnings.warn(
         f"{label}{res.method} solver stopped ({res.stop_reason}) after {res.n_iter} iterations with "
         f"|g|/|g0| = {res.grad_norm / res.grad_norm0:.2e} > tol = {tol:g} (relative duality gap "
@@ -158,12 +156,14 @@ class FitResult:
     n_iter: int
     solver_stats: dict
     duality_gap: float | np.ndarray = float("nan")
+    k_path: list[dict] | None = None  # n_components="auto": the fits that chose k (dsvm.svm._auto_k)
 
     def attributes(self) -> dict[str, Any]:
         return {"feature_map_": self.feature_map, "gamma_": self.gamma, "components_": self.feature_map.components,
                 "component_indices_": self.component_indices, "normalization_": self.feature_map.normalization,
                 "coef_": self.coef, "intercept_": self.intercept, "objective_": self.objective,
-                "duality_gap_": self.duality_gap, "n_iter_": self.n_iter, "solver_stats_": self.solver_stats}
+                "duality_gap_": self.duality_gap, "n_iter_": self.n_iter, "solver_stats_": self.solver_stats,
+                "n_components_": self.feature_map.n_components, "k_path_": self.k_path}
 
 
 @dataclass
@@ -179,8 +179,13 @@ class _Begun:
     first: int = 0
 
 
-def _begin(est, X_rb, checked, aligned, labels, make_operator, state) -> _Begun:
-    """The Nyström map from the checkpoint's ``state`` (resuming) or from new landmarks."""
+def _begin(est, X_rb, checked, aligned, labels, make_operator, state, feature_map_of=None) -> _Begun:
+    """The Nyström map from the checkpoint's ``state`` (resuming), from an earlier fit's result
+    ``feature_map_of`` (its landmarks, gamma and map), or from new landmarks."""
+    if feature_map_of is not None and state is None:
+        timing = {"landmark_seconds": 0.0, "landmark_select_seconds": 0.0, "landmark_passes": 0}
+        r = feature_map_of
+        return _Begun(r.feature_map, r.component_indices, r.gamma, timing, [])
     if state is not None:
         fmap, lm_indices, gamma = restore_feature_map(state)
         timing = {"landmark_seconds": 0.0, "landmark_select_seconds": 0.0, "landmark_passes": 0}
@@ -202,6 +207,8 @@ def fit_problems(
     t_start: float,
     prepare_problem: Callable | None = None,
     start: Callable | None = None,
+    feature_map_of: FitResult | None = None,
+    then: Callable | None = None,
 ) -> FitResult:
     """The feature stage, then one solve per problem: what the fit learnt, for the estimator to set.
 
@@ -211,10 +218,15 @@ def fit_problems(
     runs on the final features before problem ``j`` is solved (Platt
     calibration), with the fit's Newton system method and log prefix.
     ``start(feature_map)``, if given, returns a starting point per problem
-    (or None); ignored when resuming from a checkpoint.
+    (or None); ignored when resuming from a checkpoint.  ``feature_map_of``, an
+    earlier fit's result on the same rows, gives the landmarks, gamma and map
+    (no landmark stage).  ``then(result, solve_again)``, if given, runs while
+    the features are still kept and returns the fit's result: ``result``, or
+    ``solve_again(est, aligned, start, prepare_problem)`` — the problems solved
+    once more on the same features (other row weights, say), as this fit would.
     """
     ckpt, state = open_checkpoint(est, X_rb, aligned[0], aligned[1])
-    begun = _begin(est, X_rb, checked, aligned, labels, make_operator, state)
+    begun = _begin(est, X_rb, checked, aligned, labels, make_operator, state, feature_map_of)
     fmap, r = begun.fmap, begun.fmap.n_output
     starts = start(fmap) if start is not None and state is None else None
     plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
@@ -237,14 +249,37 @@ def fit_problems(
         begun.timing["feature_seconds"] = time.perf_counter() - t0
         opened = None if opening is None else opening.starts(store.reduction_result)
         problem_starts = [_problem_start(j, starts, opening, opened, begun) for j in range(len(labels))]
+        if getattr(est, "time_budget", None) is not None:
+            problem_starts = [dataclasses.replace(st, deadline=t_start + est.time_budget) for st in problem_starts]
         if opened is not None:
             begun.timing["opening"] = dict(opening.stats, first_gram_rows=[initial.n_active for initial, _ in opened])
         done = _solve_problems(est, store.features, aligned, labels, make_operator, hessian, prepare_problem,
                                problem_starts, begun, ckpt)
-        kind = store.kind
-    if ckpt is not None:
-        ckpt.complete()
-    return _fit_result(begun, done, labels, X_rb.n_rows, hessian, kind, t_start)
+        if ckpt is not None:
+            ckpt.complete()
+        result = _fit_result(begun, done, labels, X_rb.n_rows, hessian, store.kind, t_start)
+        if then is not None:
+            result = then(result, _solver_again(store, begun, labels, make_operator, hessian))
+    return result
+
+
+def _solver_again(store, begun: _Begun, labels, make_operator, hessian: str) -> Callable:
+    """``solve_again(est, aligned, start, prepare_problem)``: the fit's problems solved again on its kept
+    features, from ``start(feature_map)``, within the estimator's ``time_budget`` (no checkpoint)."""
+    def solve_again(est, aligned, start, prepare_problem=None) -> FitResult:
+        t_start = time.perf_counter()
+        timing = {"landmark_seconds": 0.0, "landmark_select_seconds": 0.0, "landmark_passes": 0,
+                  "feature_seconds": 0.0}
+        again = _Begun(begun.fmap, begun.lm_indices, begun.gamma, timing, [])
+        starts = start(begun.fmap)
+        deadline = None if getattr(est, "time_budget", None) is None else t_start + est.time_budget
+        problem_starts = [Start(x0=None if starts is None else starts[j], deadline=deadline)
+                          for j in range(len(labels))]
+        done = _solve_problems(est, store.features, aligned, labels, make_operator, hessian, prepare_problem,
+                               problem_starts, again, None)
+        return _fit_result(again, done, labels, store.features.n_rows, hessian, store.kind, t_start)
+
+    return solve_again
 
 
 def _persist_for_passes(X_rb: RowBlocks, aligned, kind: str):

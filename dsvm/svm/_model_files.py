@@ -128,6 +128,8 @@ def _model_meta(model, classes_kind: str | None) -> dict:
             "objective_": np.asarray(model.objective_).tolist(),
             # null where a solver gave none (Pegasos); absent from files written before dsvm recorded it
             "duality_gap_": _gaps_json(getattr(model, "duality_gap_", float("nan"))),
+            "n_components_": int(model.components_.shape[0]),
+            "k_path_": getattr(model, "k_path_", None),
             "solver_stats": {k: v for k, v in model.solver_stats_.items() if k not in ("problems", "calibration")},
             "problems": [{k: v for k, v in p.items() if k != "history"} for p in model.solver_stats_["problems"]],
         },
@@ -332,8 +334,16 @@ def _check_meta(path: Path, meta: dict) -> None:
         raise _meta_error(path, meta, "dtype", "'float32' or 'float64'")
     _check_fitted_scalars(path, meta)
     _check_fitted_problems(path, meta)
-    if not _count(meta["params"].get("n_components"), 1):
-        raise _meta_error(path, meta, "params.n_components", "a positive integer")
+    if not (_count(meta["params"].get("n_components"), 1) or meta["params"].get("n_components") == "auto"):
+        raise _meta_error(path, meta, "params.n_components", "a positive integer or 'auto'")
+    chosen = meta["fitted"].get("n_components_")
+    if (chosen is not None or meta["params"]["n_components"] == "auto") and not _count(chosen, 1):
+        raise _meta_error(path, meta, "fitted.n_components_", "a positive integer")
+    k_path = meta["fitted"].get("k_path_")
+    if k_path is not None and not (isinstance(k_path, list) and all(
+            isinstance(p, dict) and _count(p.get("k"), 1) and _finite_number(p.get("score"))
+            and _finite_number(p.get("seconds")) for p in k_path)):
+        raise _meta_error(path, meta, "fitted.k_path_", "null or a list of {k, score, seconds}")
 
 
 def _check_fitted_scalars(path: Path, meta: dict) -> None:
@@ -396,7 +406,7 @@ def _model_rules(path: Path, meta: dict) -> MemberRules:
     """The arrays of a model file and the shapes the metadata allows them (see dsvm.io._archive)."""
     _check_meta(path, meta)
     fitted = meta["fitted"]
-    k_max = meta["params"]["n_components"]
+    k_max = fitted.get("n_components_") or meta["params"]["n_components"]
     return MemberRules(
         shapes={"components": ("k", "p"), "normalization": ("r", "k"), "eigenvalues": ("r",), "coef": ("m", "r"),
                 "intercept": ("m",), "component_indices": ("k",), "probA": ("m",), "probB": ("m",),
@@ -538,6 +548,8 @@ def load_model(path: str | os.PathLike):
     obj = fitted["objective_"]
     model.objective_ = float(obj) if not isinstance(obj, list) else np.asarray(obj, dtype=np.float64)
     model.duality_gap_ = _gaps_loaded(fitted.get("duality_gap_"))
+    model.n_components_ = int(model.components_.shape[0])
+    model.k_path_ = fitted.get("k_path_")
     model.solver_stats_ = dict(fitted.get("solver_stats", {}), problems=fitted["problems"])
     if "probA" in a:
         model.probA_, model.probB_ = a["probA"], a["probB"]

@@ -12,6 +12,7 @@ from ..checks import check_n_rows, check_positive
 from ..problems import SquaredEpsilonOperator
 from ..progress import stage
 from ..signals import sigterm_cleanup
+from ._auto_k import fit_or_choose, held_r2
 from ._base import (
     NystroemBase,
     check_cost_scale,
@@ -23,7 +24,6 @@ from ._base import (
     unpack_dataset,
 )
 from ._block_tasks import as_float_block, finite_targets_block
-from ._fitting import fit_problems
 from ._labels import check_sample_weight_blocks
 from ._metrics import regression_scores, regression_sums
 
@@ -57,15 +57,15 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         Half-width of the insensitive tube (scikit-learn's ``LinearSVR`` default).
     kernel, gamma, degree, coef0, C, n_components, landmarks, solver, hessian,
     tol, max_iter, fit_intercept, dtype, eig_rtol, kmeans_iter, feature_store,
-    block_rows, solver_options, checkpoint, random_state, scale
-        As in :class:`~dsvm.NystroemSVC`.
+    block_rows, solver_options, checkpoint, random_state, scale, time_budget, k_tol
+        As in :class:`~dsvm.NystroemSVC` (``"auto"`` scores the path by R² on the held-out rows).
 
     Attributes
     ----------
     coef_ : ndarray of shape (1, r)
     intercept_ : ndarray of shape (1,)
     components_, component_indices_, normalization_, n_iter_, objective_, duality_gap_,
-    n_features_in_, feature_names_in_, scaling_, solver_stats_, zero_based_
+    n_components_, k_path_, n_features_in_, feature_names_in_, scaling_, solver_stats_, zero_based_
         As in :class:`~dsvm.NystroemSVC`.
 
     Examples
@@ -108,6 +108,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         checkpoint=None,
         random_state=None,
         scale=None,
+        time_budget=None,
+        k_tol=0.002,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -131,6 +133,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
         self.checkpoint = checkpoint
         self.random_state = random_state
         self.scale = scale
+        self.time_budget = time_budget
+        self.k_tol = k_tol
 
     def fit(self, X, y=None, sample_weight=None):
         """Fit the regression model (numpy, sparse, dask or Dataset input); returns ``self``."""
@@ -154,7 +158,8 @@ class NystroemSVR(RegressorMixin, NystroemBase):
             return SquaredEpsilonOperator(F, aligned[0], self.C, self.epsilon, aligned[1], self.fit_intercept)
 
         with sigterm_cleanup():  # SIGTERM removes the scratch store and checkpoint temporaries, as an error does
-            result = fit_problems(self, X_rb, checked, [targets, sw], ["target"], make_operator, t_start)
+            result = fit_or_choose(self, X_rb, checked, [targets, sw], ["target"], make_operator, t_start,
+                                   held_r2(X_rb, targets))
         set_fitted(self, result.attributes())
         return self
 

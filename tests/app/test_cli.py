@@ -55,6 +55,30 @@ def test_ingest_train_evaluate_predict_info(tmp_path, libsvm_files, capsys):
     assert info["duality_gap"] == pytest.approx(float(model.duality_gap_)) and 0.0 <= info["duality_gap"] < 1e-3
 
 
+def test_train_k_auto_out_of_core_chooses_the_k_and_model_of_the_in_memory_fit(tmp_path, libsvm_files, capsys,
+                                                                               monkeypatch):
+    from dsvm.svm import _auto_k
+
+    monkeypatch.setattr(_auto_k, "K_START", 10)
+    monkeypatch.setattr(_auto_k, "K_MAX", 160)
+    train, _ = libsvm_files
+    assert _run("ingest", train, tmp_path / "tr.zarr", "--chunk-rows", 96, "--no-progress") == 0
+    assert _run("train", tmp_path / "tr.zarr", "--model", tmp_path / "m.npz", "-C", 10, "--gamma", 0.3, "-k", "auto",
+                "--random-state", 3, "--time-budget", 600, "--workers", 2, "--threads-per-worker", 1) == 0
+    model = dsvm.load_model(tmp_path / "m.npz")
+    X, y = dsvm.open_dataset(tmp_path / "tr.zarr").load()
+    in_memory = dsvm.NystroemSVC(n_components="auto", C=10, gamma=0.3, random_state=3).fit(X, y)
+    assert model.n_components_ == in_memory.n_components_ and len(model.k_path_) >= 2
+    assert [p["k"] for p in model.k_path_] == [p["k"] for p in in_memory.k_path_]
+    np.testing.assert_allclose([p["score"] for p in model.k_path_], [p["score"] for p in in_memory.k_path_])
+    np.testing.assert_allclose(model.decision_function(X), in_memory.decision_function(X), rtol=1e-3, atol=1e-3)
+    capsys.readouterr()
+    assert _run("info", tmp_path / "m.npz") == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["k_path"] == model.k_path_ and info["n_components"] == model.n_components_
+    assert 0.0 <= info["duality_gap"] < 1e-2
+
+
 def test_train_with_search_writes_the_cv_table(tmp_path, libsvm_files):
     train, _ = libsvm_files
     assert _run("train", train, "--model", tmp_path / "best.npz", "--search", "C=1,10", "gamma=0.1,0.3", "k=40",

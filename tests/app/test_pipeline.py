@@ -47,6 +47,38 @@ def test_split_leaving_a_part_empty_is_a_pipeline_error(tmp_path):
         run_pipeline(spec)
 
 
+def test_a_pipeline_can_let_the_fit_choose_k_and_its_report_shows_the_path_and_the_gap(tmp_path, monkeypatch):
+    import json
+
+    from dsvm.svm import _auto_k
+
+    monkeypatch.setattr(_auto_k, "K_START", 8)
+    monkeypatch.setattr(_auto_k, "K_MAX", 32)
+    spec = _tiny(tmp_path, n_train=600, model={"params": {"n_components": "auto", "k_tol": 0.0, "random_state": 0}})
+    report = run_pipeline(spec)
+    model = report["model"]
+    assert [p["k"] for p in model["k_path"]][:2] == [8, 16] and model["n_components"] in (8, 16, 32)
+    assert 0.0 <= model["duality_gap"] < 1e-2  # a converged fit's certificate
+    saved = json.loads((tmp_path / "out" / "report.json").read_text(),
+                       parse_constant=lambda c: pytest.fail(f"report.json holds {c}"))
+    assert saved["model"]["k_path"] == model["k_path"]
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "## Choosing k" in text and f"chose **k = {model['n_components']}**" in text and "duality gap" in text
+
+
+def test_a_pipeline_search_with_auto_k_searches_k_per_point(tmp_path, monkeypatch):
+    from dsvm.svm import _auto_k
+
+    monkeypatch.setattr(_auto_k, "K_START", 8)
+    monkeypatch.setattr(_auto_k, "K_MAX", 16)
+    spec = _tiny(tmp_path, model={"params": {"n_components": "auto", "random_state": 0},
+                                  "search": {"grid": {"C": [1, 10]}, "cv": 2}})
+    report = run_pipeline(spec)
+    points = {(row["C"], row["n_components"]) for row in report["cv_results"]}
+    assert {(1.0, 8), (10.0, 8)} <= points and points <= {(c, k) for c in (1.0, 10.0) for k in (8, 16)}
+    assert report["model"]["n_components"] == report["model"]["params"]["n_components"] in (8, 16)
+
+
 # --------------------------------------------------------------------------- a failed run, and the files it writes
 def _tiny(tmp_path, n_train=300, **changes):
     spec = {"name": "tiny", "output": str(tmp_path / "out"),

@@ -97,8 +97,12 @@ def test_every_iteration_decreases_the_objective_and_is_logged(caplog):
     assert all(b <= a for a, b in zip(objs, objs[1:]))
     # this thread's records only: a solve another test left running in a pool thread logs to the same logger
     lines = [r.getMessage() for r in caplog.records if "newton it=" in r.getMessage() and r.thread == threading.get_ident()]
-    assert len(lines) == res.n_iter
-    assert all("obj=" in line and "|g|=" in line and "|A|=" in line and "cg=" in line for line in lines)
+    # and a thread's ident can be reused: this solve's lines are those naming its iterates' objectives, in order
+    ours = [line for line in lines if any(f"obj={h['objective']:.8e}" in line for h in res.history)]
+    assert [f"it={i + 1} obj={h['objective']:.8e}" for i, h in enumerate(res.history)] == [
+        line[len("newton "):line.index(" |g|")] for line in ours]
+    assert len(ours) == res.n_iter
+    assert all("obj=" in line and "|g|=" in line and "|A|=" in line and "cg=" in line for line in ours)
 
 
 def test_max_iter_reached_is_reported():
