@@ -318,6 +318,7 @@ def _estimator(args, regression: bool, class_weight):
         degree=args.degree, coef0=args.coef0, landmarks=args.landmarks, solver=args.solver, hessian=args.hessian,
         tol=args.tol, max_iter=args.max_iter, dtype=args.dtype, feature_store=args.feature_store,
         random_state=args.random_state, scale=args.scale, time_budget=args.time_budget,
+        k_tol=args.k_tol,
     )
     if regression:
         model = NystroemSVR(epsilon=0.0 if args.epsilon is None else args.epsilon, **params)
@@ -344,8 +345,11 @@ def cross_validate(model, ds, folds: int, scoring: str, refit: bool):
     params = model.get_params()
     search = NystroemSVCCV({"C": [params.pop("C")]}, cv=folds, scoring=scoring, refit=refit, **params)
     search.fit(ds)
-    mean, std = search.cv_results_["mean_test_score"][0], search.cv_results_["std_test_score"][0]
-    splits = [search.cv_results_[f"split{i}_test_score"][0] for i in range(search.n_splits_)]
+    best = search.best_index_  # the only point, or with n_components="auto" its best k
+    mean, std = search.cv_results_["mean_test_score"][best], search.cv_results_["std_test_score"][best]
+    splits = [search.cv_results_[f"split{i}_test_score"][best] for i in range(search.n_splits_)]
+    if params.get("n_components") == "auto":
+        logger.info("cross-validation: k=%s chosen", search.best_params_["n_components"])
     logger.info("cross-validation %s per fold: %s", scoring, ", ".join(f"{s:.4f}" for s in splits))
     print(f"cross-validation {scoring}: {100 * mean:.2f} % ± {100 * std:.2f} ({search.n_splits_} folds, "
           "mean ± standard deviation)")

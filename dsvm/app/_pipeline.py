@@ -290,7 +290,7 @@ def _accuracy_vs_k(ks: list, model, evaluation: dict[str, Any], params: dict[str
     """``experiments: accuracy_vs_k:``: the test accuracy and fit time of one fit per number of landmarks."""
     rows = []
     for k in ks:
-        if int(k) == model.get_params()["n_components"]:  # the model above is this point: no second fit
+        if int(k) == model.n_components_:  # the model above is this point (its k, given or chosen): no second fit
             m, accuracy = model, evaluation["accuracy"]
         else:
             m = NystroemSVC(**{**params, "n_components": int(k)}).fit(train)

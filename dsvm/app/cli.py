@@ -103,6 +103,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="stop the fit's Newton iterations (and, with -k auto, its search for k) so that it ends "
                         "within about this many seconds")
+    g.add_argument("--k-tol", type=float, default=0.002, metavar="GAIN",
+                   help="-k auto: the held-out accuracy (R² for regression) a doubling of k must gain for the "
+                        "search to go on (default 0.002)")
     g.add_argument("--kernel", default="rbf", choices=list(KERNELS), help="kernel function (default rbf)")
     g.add_argument("--degree", type=int, default=3, help="degree of the poly kernel (default 3)")
     g.add_argument("--coef0", type=float, default=0.0, help="constant term of the poly and sigmoid kernels (default 0)")

@@ -91,11 +91,11 @@ def check_search_landmarks(methods: Iterable) -> None:
 def check_auto_k(values: list) -> bool:
     """Whether the search chooses k itself (``n_components="auto"`` at every point); mixing it with given k
     values is refused."""
-    auto = [v == "auto" for v in values if isinstance(v, str)]
-    if auto and len(auto) != len(values):
+    auto = [isinstance(v, str) and v == "auto" for v in values]
+    if any(auto) and not all(auto):
         raise ValueError("n_components='auto' cannot be mixed with given k values in one search: search k "
                          "over a grid of values, or let every point choose it")
-    return bool(auto)
+    return any(auto)
 
 
 def _joined_scores(parts: list[tuple]) -> tuple:

@@ -7,8 +7,9 @@ gains less than ``k_tol`` or when the next fit, expected to take
 :data:`GROWTH` times the last, would not end within ``time_budget``.  The
 chosen k is the path's last (it gained less than ``k_tol``, or the budget
 ends the path), unless it scored more than ``k_tol`` below the best, which is
-then chosen.  Each path fit starts from the one before (uniform and pivoted
-landmarks nest: the first k of 2k are the k, for a fixed seed).  The model is
+then chosen.  Each path fit starts from the one before where the landmarks nest
+(uniform ones: the first k of 2k are the k, for a fixed seed; the other methods
+choose afresh at each k, and their fits start afresh).  The model is
 then fitted on every row at the chosen k, from the path's model there: on the
 last path fit's features where that is the chosen one (no second feature
 stage), else on the chosen fit's landmarks and map.
@@ -78,10 +79,17 @@ def held_out_rows(X_rb: RowBlocks) -> RowBlocks:
     return row_index_blocks(X_rb).map_blocks(_held_block, None, np.float64, shared=(held_fraction(X_rb.n_rows),))
 
 
-def _path_estimator(est, k: int):
-    """The estimator of one path fit: ``k`` landmarks, no checkpoint, calibration or time budget of its own."""
+def _remaining(est, t_start: float) -> float | None:
+    """What is left of ``time_budget`` (None: no budget)."""
+    if est.time_budget is None:
+        return None
+    return max(est.time_budget - (time.perf_counter() - t_start), 0.0)
+
+
+def _path_estimator(est, k: int, t_start: float):
+    """The estimator of one path fit: ``k`` landmarks, no checkpoint or calibration, what is left of the budget."""
     sub = copy.copy(est)
-    sub.n_components, sub.checkpoint, sub.time_budget = k, None, None
+    sub.n_components, sub.checkpoint, sub.time_budget = k, None, _remaining(est, t_start)
     if hasattr(sub, "probability"):
         sub.probability = False
     return sub
@@ -109,9 +117,7 @@ def _path_ends(est, path: list[dict], t_start: float, last_k: bool) -> bool:
 def _final_estimator(est, k: int, t_start: float):
     """The estimator of the fit on every row at the chosen ``k``, with what is left of ``time_budget``."""
     final = copy.copy(est)
-    final.n_components = k
-    if est.time_budget is not None:
-        final.time_budget = max(est.time_budget - (time.perf_counter() - t_start), 0.0)
+    final.n_components, final.time_budget = k, _remaining(est, t_start)
     return final
 
 
@@ -136,7 +142,7 @@ def _weights_for(fmap, alpha: np.ndarray) -> np.ndarray:
 
 def start_from(earlier) -> Callable:
     """``start(feature_map)``: an earlier fit's model as a starting point on ``feature_map`` where its
-    landmarks are the first of that map's (nested landmarks: the same seed, uniform or pivoted), else None."""
+    landmarks are the first of that map's (nested landmarks: uniform ones with the same seed), else None."""
     old = earlier.feature_map
     alpha = earlier.coef @ np.asarray(old.normalization, dtype=np.float64)  # the landmarks' coefficients
 
@@ -156,7 +162,7 @@ def fit_auto(est, X_rb: RowBlocks, aligned: Sequence, fit: Callable, score: Call
     ``fit(sub_estimator, aligned, start, feature_map_of=None, then=None)`` runs
     :func:`~dsvm.svm._fitting.fit_problems` on ``aligned`` (labels or targets, row weights);
     ``score(result, held)`` scores a result on the rows ``held`` marks.  Each path fit starts
-    from the one before (:func:`start_from`: the seed is fixed once, so the landmarks nest).  Where
+    from the one before where the landmarks nest (:func:`start_from`; the seed is fixed once).  Where
     the chosen k is the path's last, the final problems are solved on that fit's features, from its
     model; otherwise the final fit reuses the chosen fit's map.  Returns the final
     :class:`~dsvm.svm._fitting.FitResult` with ``k_path`` set.
@@ -168,14 +174,18 @@ def fit_auto(est, X_rb: RowBlocks, aligned: Sequence, fit: Callable, score: Call
     if X_rb.is_distributed:
         held, train_weights = held.persist(), train_weights.persist()
     ks = k_schedule(X_rb.n_rows)
-    path, results, final, began = [], {}, [], [0.0]
+    path, results, final, began, ended = [], {}, [], [0.0], [False]
 
     def then(result, solve_again):
         k = result.feature_map.n_components
         results[k] = result
         path.append({"k": k, "score": float(score(result, held)), "seconds": time.perf_counter() - began[0]})
         logger.info("auto k: k=%d held-out score %.5f in %.2fs", k, path[-1]["score"], path[-1]["seconds"])
-        if _path_ends(est, path, t_start, k == ks[-1]) and _chosen(path, est.k_tol)["k"] == k:
+        ended[0] = _path_ends(est, path, t_start, k == ks[-1])
+        keep = {k, _chosen(path, est.k_tol)["k"], max(path, key=lambda p: (p["score"], -p["k"]))["k"]}
+        for old in [j for j in results if j not in keep]:  # a path fit's map holds a k x k matrix
+            del results[old]
+        if ended[0] and _chosen(path, est.k_tol)["k"] == k:
             sub = _final_estimator(est, k, t_start)
             calibrate = prepare_problem if getattr(sub, "probability", False) else None
             final.append(solve_again(sub, list(aligned), start_from(result), calibrate))
@@ -184,8 +194,8 @@ def fit_auto(est, X_rb: RowBlocks, aligned: Sequence, fit: Callable, score: Call
     for k in ks:
         began[0] = time.perf_counter()
         start = start_from(results[path[-1]["k"]]) if path else None
-        fit(_path_estimator(est, k), [aligned[0], train_weights], start, then=then)
-        if final or _path_ends(est, path, t_start, k == ks[-1]):
+        fit(_path_estimator(est, k, t_start), [aligned[0], train_weights], start, then=then)
+        if ended[0]:
             break
     chosen = _chosen(path, est.k_tol)
     logger.info("auto k: chose k=%d (held-out score %.5f) of %s", chosen["k"], chosen["score"],

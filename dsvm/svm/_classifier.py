@@ -60,9 +60,10 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``"auto"``: chosen by the fit, on nested landmarks grown 250, 500,
         1000, … up to 8000, each fit scored on held-out training rows (a
         fixed hash of the row index: the same rows for any chunking), until a
-        doubling gains less than ``k_tol`` or would pass ``time_budget``; the
-        model is then fitted on every row at that k (``n_components_``,
-        ``k_path_``).
+        doubling gains less than ``k_tol`` or would pass ``time_budget``.  The
+        path's last k is chosen, unless it scored more than ``k_tol`` below
+        the best, which is then chosen; the model is fitted on every row at
+        that k (``n_components_``, ``k_path_``).
     landmarks : {"uniform", "kmeans", "active", "pivoted"}, default="uniform"
         ``"active"`` draws the landmarks from the active set of a first, cheap
         model on ``k/4`` uniform landmarks (rows near the decision boundary).
@@ -164,8 +165,11 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     time_budget : float or None, default=None
         Seconds the fit should take at most: Newton begins no iteration that,
         as long as the last, would end later (stop reason ``"time_budget"``,
-        with a ``ConvergenceWarning``), and ``n_components="auto"`` fits no
-        further k whose expected time would not fit.  Other solvers ignore it.
+        with a ``ConvergenceWarning``; one-vs-rest problems share the time
+        left equally), and ``n_components="auto"`` fits no further k whose
+        expected time would not fit.  The landmark and feature stages, the
+        subsample opening and probability calibration are not cut short, and
+        other solvers ignore it.
     k_tol : float, default=0.002
         ``n_components="auto"``: the held-out accuracy (R² for
         :class:`NystroemSVR`) a doubling of k must gain for the path to go on.

@@ -321,7 +321,8 @@ def _solve_problems(est, features, aligned, labels, make_operator, hessian, prep
             def on_state(st, j=j, done=done):
                 ckpt.save(begun.fmap, begun.lm_indices, begun.gamma, done, j, st)
         with stage(f"{prefix}{est.solver} solve"):
-            start = dataclasses.replace(problem_starts[j], on_state=on_state)
+            start = dataclasses.replace(problem_starts[j], on_state=on_state,
+                                        deadline=_share_of(problem_starts[j].deadline, len(labels) - j))
             res = solve_with(est, op, r + 1, hessian, start=start, label=prefix)
         warn_if_not_converged(res, est.tol, prefix)
         done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
@@ -329,6 +330,15 @@ def _solve_problems(est, features, aligned, labels, make_operator, hessian, prep
         if ckpt is not None:
             ckpt.save(begun.fmap, begun.lm_indices, begun.gamma, done, j + 1, None)
     return done
+
+
+def _share_of(deadline: float | None, problems_left: int) -> float | None:
+    """A problem's own deadline: an equal share of the time left before ``deadline`` among the problems left
+    (what one leaves unused passes to the next), so no later class of one-vs-rest is left with none."""
+    if deadline is None:
+        return None
+    now = time.perf_counter()
+    return now + max(deadline - now, 0.0) / problems_left
 
 
 def _fit_result(begun: _Begun, done, labels, n_rows: int, hessian: str, kind: str, t_start: float) -> FitResult:

@@ -34,6 +34,7 @@ finite is refused.  A corrupted, truncated, crafted or foreign file raises
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import numbers
@@ -102,8 +103,11 @@ def _saved_params(model) -> dict:
     elif seed is not None and not isinstance(seed, int):  # a RandomState: its state is not part of the model
         del params["random_state"]
     params["dtype"] = np.dtype(params["dtype"]).name
-    if params.get("scale") is None:  # a model without the step stays readable by versions without it
-        params.pop("scale", None)
+    # a model that does not use these stays readable by versions without them
+    defaults = inspect.signature(type(model)).parameters
+    for name in ("scale", "time_budget", "k_tol"):
+        if name in params and params[name] == defaults[name].default:
+            del params[name]
     if isinstance(params.get("class_weight"), dict):
         params["class_weight"] = {"keys": list(params["class_weight"].keys()), "values": list(params["class_weight"].values())}
     return params

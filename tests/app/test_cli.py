@@ -64,10 +64,12 @@ def test_train_k_auto_out_of_core_chooses_the_k_and_model_of_the_in_memory_fit(t
     train, _ = libsvm_files
     assert _run("ingest", train, tmp_path / "tr.zarr", "--chunk-rows", 96, "--no-progress") == 0
     assert _run("train", tmp_path / "tr.zarr", "--model", tmp_path / "m.npz", "-C", 10, "--gamma", 0.3, "-k", "auto",
-                "--random-state", 3, "--time-budget", 600, "--workers", 2, "--threads-per-worker", 1) == 0
+                "--random-state", 3, "--time-budget", 600, "--k-tol", 0.001, "--workers", 2,
+                "--threads-per-worker", 1) == 0
     model = dsvm.load_model(tmp_path / "m.npz")
+    assert model.get_params()["k_tol"] == 0.001
     X, y = dsvm.open_dataset(tmp_path / "tr.zarr").load()
-    in_memory = dsvm.NystroemSVC(n_components="auto", C=10, gamma=0.3, random_state=3).fit(X, y)
+    in_memory = dsvm.NystroemSVC(n_components="auto", C=10, gamma=0.3, k_tol=0.001, random_state=3).fit(X, y)
     assert model.n_components_ == in_memory.n_components_ and len(model.k_path_) >= 2
     assert [p["k"] for p in model.k_path_] == [p["k"] for p in in_memory.k_path_]
     np.testing.assert_allclose([p["score"] for p in model.k_path_], [p["score"] for p in in_memory.k_path_])

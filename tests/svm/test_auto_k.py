@@ -160,3 +160,91 @@ def test_the_cv_search_refuses_auto_mixed_with_given_k():
     X, y = _data(n=200)
     with pytest.raises(ValueError, match="n_components='auto' cannot be mixed with given k values"):
         NystroemSVCCV({"n_components": [16, "auto"]}, cv=2).fit(X, y)
+
+
+@pytest.mark.parametrize("values, auto", [
+    (["auto", "auto"], True), ([16, 32], False), (["auto", 16], None), ([16, "auto"], None), (["auto", "many"], None),
+])
+def test_check_auto_k_is_all_or_nothing(values, auto):
+    from dsvm.model_selection import check_auto_k
+
+    if auto is None:
+        with pytest.raises(ValueError, match="cannot be mixed"):
+            check_auto_k(values)
+    else:
+        assert check_auto_k(values) is auto
+
+
+def test_cross_validation_of_an_auto_model_reports_its_chosen_k(tmp_path, capsys):
+    """``dsvm train --cv`` with ``-k auto`` prints the score of the k the search chose, not of the path's first."""
+    from dsvm import NystroemSVCCV, open_dataset, write_dataset
+    from dsvm.app._model_commands import cross_validate
+
+    X, y = _data(n=900, seed=2)
+    write_dataset(tmp_path / "d.zarr", X, y)
+    ds = open_dataset(tmp_path / "d.zarr")
+    model = NystroemSVC(n_components="auto", C=10.0, k_tol=0.0, random_state=0)
+    fitted = cross_validate(model, ds, folds=3, scoring="accuracy", refit=True)
+    printed = capsys.readouterr().out
+    search = NystroemSVCCV({"C": [10.0]}, n_components="auto", k_tol=0.0, cv=3, random_state=0).fit(ds)
+    scores = search.cv_results_["mean_test_score"]
+    assert len(scores) >= 2 and scores[search.best_index_] != scores[0]  # the first k is not the best here
+    assert printed.startswith(f"cross-validation accuracy: {100 * scores[search.best_index_]:.2f} %")
+    assert fitted.n_components_ == search.best_params_["n_components"]
+
+
+def test_path_fits_keep_to_what_is_left_of_the_time_budget(monkeypatch):
+    budgets = []
+    original = _auto_k._path_estimator
+
+    def recording(est, k, t_start):
+        sub = original(est, k, t_start)
+        budgets.append(sub.time_budget)
+        return sub
+
+    monkeypatch.setattr(_auto_k, "_path_estimator", recording)
+    X, y = _data()
+    NystroemSVC(n_components="auto", k_tol=0.0, time_budget=600.0, random_state=0).fit(X, y)
+    assert len(budgets) >= 2 and all(b is not None for b in budgets)
+    assert 600.0 > budgets[0] > budgets[1] > 0.0
+
+
+def test_one_vs_rest_problems_share_the_time_left(monkeypatch):
+    """Each problem's deadline is an equal share of the time left, so a later class is not left with none."""
+    import time
+
+    from dsvm.svm import _fitting
+
+    seen = []
+    original = _fitting.solve_with
+
+    def recording(est, op, dim, hessian, start, label):
+        seen.append((time.perf_counter(), start.deadline))
+        return original(est, op, dim, hessian, start=start, label=label)
+
+    monkeypatch.setattr(_fitting, "solve_with", recording)
+    X3, y3 = make_classification(900, 6, n_informative=4, n_classes=3, random_state=0)
+    t0 = time.perf_counter()
+    NystroemSVC(n_components=30, time_budget=300.0, random_state=0).fit(X3, y3)
+    assert len(seen) == 3
+    for j, (now, deadline) in enumerate(seen):
+        left = 300.0 - (now - t0)  # the budget counts from the fit's start, a little before t0's reading here
+        np.testing.assert_allclose(deadline - now, left / (3 - j), rtol=0.01)
+
+
+def test_model_files_name_time_budget_and_k_tol_only_when_set(tmp_path):
+    """A model that does not use them stays readable by versions without these parameters."""
+    import json
+
+    X, y = _data(n=300)
+
+    def saved_params(model, name):
+        with np.load(save_model(model, tmp_path / name), allow_pickle=False) as z:
+            return json.loads(z["__meta__"].tobytes())["params"]
+
+    plain = saved_params(NystroemSVC(n_components=20, random_state=0).fit(X, y), "a.npz")
+    assert "time_budget" not in plain and "k_tol" not in plain
+    used = NystroemSVC(n_components=20, time_budget=60.0, k_tol=0.01, random_state=0).fit(X, y)
+    params = saved_params(used, "b.npz")
+    assert params["time_budget"] == 60.0 and params["k_tol"] == 0.01
+    assert load_model(tmp_path / "b.npz").get_params()["k_tol"] == 0.01
