@@ -95,20 +95,21 @@ def _path_estimator(est, k: int, t_start: float):
     return sub
 
 
-def _budget_allows(est, t_start: float, path: list[dict]) -> bool:
-    """Whether the next path fit (``GROWTH`` times the last) and a refit like it end within ``time_budget``."""
+def _budget_allows(est, t_start: float, path: list[dict], last_solve: float) -> bool:
+    """Whether the next path fit and the final solve on its features (each ``GROWTH`` times the last path
+    fit's, and its solve's, ``last_solve`` seconds) end within ``time_budget``."""
     if est.time_budget is None or not path:
         return True
-    expected = GROWTH * path[-1]["seconds"]
-    return time.perf_counter() - t_start + 2.0 * expected <= est.time_budget
+    expected = GROWTH * (path[-1]["seconds"] + last_solve)
+    return time.perf_counter() - t_start + expected <= est.time_budget
 
 
-def _path_ends(est, path: list[dict], t_start: float, last_k: bool) -> bool:
+def _path_ends(est, path: list[dict], t_start: float, last_k: bool, last_solve: float) -> bool:
     """Whether the path stops after its latest fit: the last k, a doubling that gained less than ``k_tol``,
     or a next fit that would pass ``time_budget``."""
     if last_k or (len(path) >= 2 and path[-1]["score"] - path[-2]["score"] < est.k_tol):
         return True
-    if not _budget_allows(est, t_start, path):
+    if not _budget_allows(est, t_start, path, last_solve):
         logger.info("auto k: a fit at the next k would pass time_budget=%gs; stopping", est.time_budget)
         return True
     return False
@@ -181,7 +182,7 @@ def fit_auto(est, X_rb: RowBlocks, aligned: Sequence, fit: Callable, score: Call
         results[k] = result
         path.append({"k": k, "score": float(score(result, held)), "seconds": time.perf_counter() - began[0]})
         logger.info("auto k: k=%d held-out score %.5f in %.2fs", k, path[-1]["score"], path[-1]["seconds"])
-        ended[0] = _path_ends(est, path, t_start, k == ks[-1])
+        ended[0] = _path_ends(est, path, t_start, k == ks[-1], result.solver_stats["solve_seconds"])
         keep = {k, _chosen(path, est.k_tol)["k"], max(path, key=lambda p: (p["score"], -p["k"]))["k"]}
         for old in [j for j in results if j not in keep]:  # a path fit's map holds a k x k matrix
             del results[old]

@@ -250,7 +250,7 @@ def fit_problems(
         opened = None if opening is None else opening.starts(store.reduction_result)
         problem_starts = [_problem_start(j, starts, opening, opened, begun) for j in range(len(labels))]
         if getattr(est, "time_budget", None) is not None:
-            problem_starts = [dataclasses.replace(st, deadline=t_start + est.time_budget) for st in problem_starts]
+            problem_starts = _within_budget(problem_starts, est.time_budget, t_start)
         if opened is not None:
             begun.timing["opening"] = dict(opening.stats, first_gram_rows=[initial.n_active for initial, _ in opened])
         done = _solve_problems(est, store.features, aligned, labels, make_operator, hessian, prepare_problem,
@@ -330,6 +330,17 @@ def _solve_problems(est, features, aligned, labels, make_operator, hessian, prep
         if ckpt is not None:
             ckpt.save(begun.fmap, begun.lm_indices, begun.gamma, done, j + 1, None)
     return done
+
+
+def _within_budget(problem_starts: list[Start], budget: float, t_start: float) -> list[Start]:
+    """The starts with the fit's deadline; a warning when the stages before the solve have already spent the
+    budget (they are not cut short: the fit ends after it, from the starting points)."""
+    spent = time.perf_counter() - t_start
+    if spent >= budget:
+        logger.warning("time_budget=%gs was spent before the solve began (%.1fs: landmarks, opening, features); "
+                       "the solve makes no iteration and the model is where it starts: raise time_budget or lower "
+                       "n_components", budget, spent)
+    return [dataclasses.replace(st, deadline=t_start + budget) for st in problem_starts]
 
 
 def _share_of(deadline: float | None, problems_left: int) -> float | None:

@@ -93,7 +93,7 @@ def test_regression_and_multiclass_choose_k_too():
     assert clf.coef_.shape == (3, clf.n_components_)
 
 
-def test_time_budget_ends_the_path_and_the_newton_iterations():
+def test_time_budget_ends_the_path_and_the_newton_iterations(caplog):
     X, y = _data(n=4000)
     model = NystroemSVC(n_components="auto", k_tol=0.0, time_budget=1e-3, random_state=0).fit(X, y)
     assert len(model.k_path_) == 1  # the first fit always runs; the next would pass the budget
@@ -101,7 +101,9 @@ def test_time_budget_ends_the_path_and_the_newton_iterations():
         warnings.simplefilter("ignore")
         fixed = NystroemSVC(n_components=64, tol=1e-12, max_iter=100, time_budget=1e-3, random_state=0).fit(X, y)
     stats = fixed.solver_stats_["problems"][0]
-    assert stats["stop_reason"] == "time_budget" and not stats["converged"]
+    assert stats["stop_reason"] == "time_budget" and not stats["converged"] and stats["n_iter"] == 0
+    # the stages before the solve spent the budget: said once, naming them
+    assert any("time_budget=0.001s was spent before the solve began" in r.getMessage() for r in caplog.records)
     free = NystroemSVC(n_components=64, tol=1e-12, max_iter=100, random_state=0).fit(X, y)
     assert fixed.n_iter_ < free.n_iter_
 
