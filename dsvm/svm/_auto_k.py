@@ -122,10 +122,15 @@ def _final_estimator(est, k: int, t_start: float):
     return final
 
 
+def _best(path: list[dict]) -> dict:
+    """The path's best-scoring fit (the smallest k among equals)."""
+    return max(path, key=lambda p: (p["score"], -p["k"]))
+
+
 def _chosen(path: list[dict], k_tol: float) -> dict:
     """The path's last fit (it is paid for, and gained less than ``k_tol`` or was the last the budget
     allowed), unless it scored more than ``k_tol`` below the best, which is then chosen."""
-    best = max(path, key=lambda p: (p["score"], -p["k"]))
+    best = _best(path)
     return path[-1] if path[-1]["score"] >= best["score"] - k_tol else best
 
 
@@ -183,7 +188,7 @@ def fit_auto(est, X_rb: RowBlocks, aligned: Sequence, fit: Callable, score: Call
         path.append({"k": k, "score": float(score(result, held)), "seconds": time.perf_counter() - began[0]})
         logger.info("auto k: k=%d held-out score %.5f in %.2fs", k, path[-1]["score"], path[-1]["seconds"])
         ended[0] = _path_ends(est, path, t_start, k == ks[-1], result.solver_stats["solve_seconds"])
-        keep = {k, _chosen(path, est.k_tol)["k"], max(path, key=lambda p: (p["score"], -p["k"]))["k"]}
+        keep = (k, _best(path)["k"])  # what the choice may still be: the latest fit or the best
         for old in [j for j in results if j not in keep]:  # a path fit's map holds a k x k matrix
             del results[old]
         if ended[0] and _chosen(path, est.k_tol)["k"] == k:
