@@ -11,7 +11,7 @@ at 8000 32 GB.
 Usage::
 
     python benchmarks/bench_k.py [--rows 1000000] [--ks 1000,2000,4000,8000] [--store implicit]
-                                 [--workdir DIR]
+                                 [--hessian auto] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--ks", default="1000,2000,4000,8000")
     ap.add_argument("--store", default="implicit")
+    ap.add_argument("--hessian", default="auto", help="the Newton variant: auto, gram or cg")
     ap.add_argument("--C", type=float, default=10.0)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "k.json")
@@ -54,20 +55,24 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             t0 = time.perf_counter()
-            model = dsvm.NystroemSVC(C=args.C, n_components=k, random_state=0, feature_store=args.store).fit(Xtr, ytr)
+            model = dsvm.NystroemSVC(C=args.C, n_components=k, random_state=0, feature_store=args.store,
+                                     hessian=args.hessian).fit(Xtr, ytr)
             fit_s = time.perf_counter() - t0
         s = model.solver_stats_
         row = {"k": k, "fit_s": fit_s, "accuracy": float(model.score(Xte, yte)), "landmark_s": s["landmark_seconds"],
                "opening_s": s.get("opening", {}).get("seconds", 0.0), "feature_s": s["feature_seconds"],
                "solve_s": s["solve_seconds"], "newton_iter": int(model.n_iter_),
-               "passes": s["problems"][0]["n_passes"]}
+               "passes": s["problems"][0]["n_passes"], "hessian": s["hessian"],
+               "cg_steps": sum(h["cg_steps"] for h in s["problems"][0]["history"]),
+               "opening_rows": s.get("opening", {}).get("rows", 0)}
         row["time_vs_first"] = fit_s / (rows[0]["fit_s"] if rows else fit_s)
         rows.append(row)
         print({key: round(v, 4) if isinstance(v, float) else v for key, v in row.items()}, flush=True)
-    print(f"\n## bumps, {args.rows} training rows, {TEST_ROWS} test rows, store {args.store}, C = {args.C}\n")
+    print(f"\n## bumps, {args.rows} training rows, {TEST_ROWS} test rows, store {args.store}, hessian {args.hessian}, "
+          f"C = {args.C}\n")
     print(f"machine: {machine()}; data generated in {generate_s:.0f} s\n")
     print(table(rows, ["k", "fit_s", "time_vs_first", "accuracy", "landmark_s", "opening_s", "feature_s", "solve_s",
-                       "newton_iter", "passes"]))
+                       "newton_iter", "passes", "hessian", "cg_steps", "opening_rows"]))
     save_json({"machine": machine(), "rows": args.rows, "store": args.store, "C": args.C, "fits": rows}, args.out)
 
 

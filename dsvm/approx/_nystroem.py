@@ -6,7 +6,8 @@ Two maps span the same feature space (``F Fᵀ = K(X, L) K(L, L)⁻¹ K(L, X)``)
   dropped (so near-duplicate landmarks or an indefinite kernel cannot blow up
   the features) and ``M = V_r Λ_r^{-1/2}`` (``k x r``);
 * Cholesky map, for landmarks chosen by pivoted Cholesky (independent by
-  construction): ``K(L, L) = Rᵀ R`` and ``M = R⁻¹``, upper triangular
+  construction) and for any landmarks above :data:`EIGEN_MAP_MAX_ORDER` whose
+  kernel matrix factors: ``K(L, L) = Rᵀ R`` and ``M = R⁻¹``, upper triangular
   (``r = k``).  Its factorisation costs ``k³/3`` flops instead of the
   eigendecomposition's ~``9 k³``, and
   the projection is a triangular product (TRMM, ``n k²`` flops instead of
@@ -403,6 +404,11 @@ def _fused_transform(X: np.ndarray, prep: PreparedLandmarks, M: np.ndarray, trmm
 
 FEATURE_MAPS = ("eigen", "cholesky")
 
+#: above this many landmarks the Cholesky map is tried first whatever the method: the eigendecomposition
+#: of ``K(L, L)`` (~9 k³ flops, much of it memory-bound) takes about a minute at k = 8000 on two cores, the
+#: Cholesky factor and its inverse seconds; the eigen map stays where ``K(L, L)`` does not factor
+EIGEN_MAP_MAX_ORDER = 2048
+
 
 def fit_feature_map(
     landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32, eig_rtol: float | None = None, method: str = "eigen"
@@ -422,6 +428,9 @@ def fit_feature_map(
     method : {"eigen", "cholesky"}, default="eigen"
         ``"cholesky"`` is for landmarks chosen by pivoted Cholesky (in pivot
         order); should ``K(L, L)`` still not factor, the eigen map is used.
+        Above :data:`EIGEN_MAP_MAX_ORDER` landmarks the Cholesky map is tried
+        first for either method (the same feature space, a fraction of the
+        eigendecomposition's time).
 
     Returns
     -------
@@ -449,13 +458,14 @@ def fit_feature_map(
             f"|value| is {_largest(L[row]):.3g}): {_kernel_words(spec)} overflows float64 there; "
             f"{_remedies(spec, np.float64)}"
         )
-    if method == "cholesky":
+    if method == "cholesky" or len(L) > EIGEN_MAP_MAX_ORDER:
         try:
             normalization, lam = cholesky_normalization(K_LL, rtol)
             return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                            dtype=np.dtype(dtype)))
         except np.linalg.LinAlgError:
-            logger.info("Nystroem: K(L, L) of the pivoted landmarks does not factor; using the eigen map")
+            logger.info("Nystroem: K(L, L) of the %s landmarks does not factor; using the eigen map",
+                        "pivoted" if method == "cholesky" else f"{len(L)}")
     normalization, lam = nystroem_normalization(K_LL, rtol)
     return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                    dtype=np.dtype(dtype)))

@@ -155,6 +155,50 @@ def _solve_newton_system(H_loss: np.ndarray, reg: np.ndarray, rhs: np.ndarray) -
             return sol
 
 
+def _factored_estimate(H_est: np.ndarray, reg: np.ndarray, fit_intercept: bool) -> Callable | None:
+    """``v ↦ (diag(reg) + H_est)⁻¹ v`` by a Cholesky factor made once, or None when it does not factor.
+
+    A preconditioner need not be exact: from :data:`MIXED_PRECISION_ORDER` on the
+    factor is float32 (half the float64 factorisation's time), else float64.
+    Without an intercept the bias row is dropped, as the operators drop it.
+    """
+    H_est = np.asarray(H_est, dtype=np.float64)
+    if not np.isfinite(H_est).all():
+        logger.info("newton: the Hessian estimate is not finite; CG runs without a preconditioner")
+        return None
+    if not fit_intercept:
+        H_est = H_est.copy()
+        H_est[-1, :] = H_est[:, -1] = 0.0
+    dtype = np.float32 if H_est.shape[0] >= MIXED_PRECISION_ORDER else np.float64
+    with blas_for_order(H_est.shape[0]):
+        H = _newton_matrix(H_est, reg).astype(dtype, order="F", copy=False)
+        try:
+            c = scipy.linalg.cho_factor(H, lower=False, overwrite_a=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            logger.info("newton: the Hessian estimate does not factor; CG runs without a preconditioner")
+            return None
+
+    def apply(v: np.ndarray) -> np.ndarray:
+        with blas_for_order(H_est.shape[0]):
+            return scipy.linalg.cho_solve(c, v.astype(dtype), check_finite=False).astype(np.float64)
+
+    return apply
+
+
+def _preconditioning(op, hessian: str, hessian_estimate, resume: dict | None, reg: np.ndarray):
+    """``(estimate, v ↦ P⁻¹ v)`` for CG: the Hessian estimate given, or on a resume the one the solve
+    began with (its checkpoint keeps it); ``(None, None)`` for the Gram variant or without one."""
+    if hessian != "cg":
+        return None, None
+    if resume is not None:
+        kept = np.asarray(resume.get("H_loss", np.zeros(0)), dtype=np.float64)
+        hessian_estimate = kept if kept.size else None
+    if hessian_estimate is None:
+        return None, None
+    estimate = np.asarray(hessian_estimate, dtype=np.float64)
+    return estimate, _factored_estimate(estimate, reg, op.fit_intercept)
+
+
 # The fused pass evaluates a few step sizes; near the solution t = 1 is the
 # rule.  Shorter steps are looked for in a second pass only when all fail.
 _GRID = np.array([1.0, 0.5, 0.25, 0.1])
@@ -174,6 +218,9 @@ class _Options:
     label: str
     callback: Callable | None
     on_state: Callable | None
+    tol: float = 0.0  # the stopping rule's relative gradient norm
+    estimate: np.ndarray | None = None  # the Hessian estimate that preconditions CG (``hessian="cg"``)
+    precondition: Callable | None = None  # v ↦ P⁻¹ v from it
 
     @property
     def use_gram(self) -> bool:
@@ -253,9 +300,11 @@ def _direction(op, s: _State, gnorm: float, o: _Options) -> tuple[np.ndarray, fl
     if o.use_gram:
         d = _solve_newton_system(s.H_loss, o.reg, -s.g)
     else:
-        forcing = min(0.5, np.sqrt(gnorm / s.g_ref))
+        # on a fixed active set the gradient after a full step is CG's residual: no tighter than the
+        # stopping rule needs (half its margin), however small sqrt(|g| / |g0|) has become
+        forcing = min(0.5, max(np.sqrt(gnorm / s.g_ref), 0.5 * o.tol * s.g_ref / gnorm))
         cg = conjugate_gradient(lambda v: o.reg * v + op.hess_vec(s.x, v), -s.g, rtol=forcing,
-                                max_iter=o.cg_max_iter, preconditioner=None)
+                                max_iter=o.cg_max_iter, preconditioner=o.precondition)
         d, cg_steps = cg.x, cg.n_iter
     if not op.fit_intercept:
         d[-1] = 0.0
@@ -331,12 +380,20 @@ def _advanced(s: _State, res, x_trial: np.ndarray, mode: str, it: int, o: _Optio
                   prev_changed=res.n_changed, prev_active=res.n_active, history=s.history, last=res)
 
 
+def _matrix_kept(s: _State, o: _Options) -> np.ndarray:
+    """The matrix a checkpoint keeps: the Gram matrix (``"gram"``), or the Hessian estimate that
+    preconditions CG, so that a resumed solve takes the same steps (empty where there is none)."""
+    if o.use_gram:
+        return s.H_loss
+    return np.zeros(0) if o.estimate is None else o.estimate
+
+
 def _checkpoint(s: _State, o: _Options) -> dict:
     """What ``on_state`` is given: numpy arrays and numbers from which ``_resumed`` continues."""
     return {
         "dim": o.dim, "hessian": o.hessian, "x": s.x, "f": s.f, "g": s.g, "g_ref": s.g_ref, "it": s.it,
         "last_full": s.last_full, "prev_changed": -1 if s.prev_changed is None else s.prev_changed,
-        "prev_active": s.prev_active, "H_loss": s.H_loss if o.use_gram else np.zeros(0), "history": s.history,
+        "prev_active": s.prev_active, "H_loss": _matrix_kept(s, o), "history": s.history,
     }
 
 
@@ -419,6 +476,7 @@ def semismooth_newton(
     g_ref: float | None = None,
     gap_tol: float | None = None,
     deadline: float | None = None,
+    hessian_estimate: np.ndarray | None = None,
 ) -> SolverResult:
     """Minimise ``½‖w‖² + L(w, b)`` by the semismooth Newton method.
 
@@ -464,6 +522,11 @@ def semismooth_newton(
     deadline : float, optional
         A ``time.perf_counter()`` value: no iteration begins that, taking as
         long as the last one, would end after it (stop reason ``"time_budget"``).
+    hessian_estimate : ndarray, optional
+        For ``hessian="cg"``: an estimate of the loss part of the Newton matrix
+        (``dim x dim``, e.g. a row subsample's Gram matrix with its costs scaled
+        to the whole problem's), factored once with the regularisation: every
+        CG solve is preconditioned by it.  Ignored for ``hessian="gram"``.
     """
     if hessian not in ("gram", "cg"):
         raise ValueError(f"hessian must be 'gram' or 'cg', got {hessian!r}")
@@ -474,8 +537,9 @@ def semismooth_newton(
     reg = np.ones(dim)
     reg[-1] = 0.0
     x = np.zeros(dim) if x0 is None else np.asarray(x0, dtype=np.float64).copy()
+    estimate, precondition = _preconditioning(op, hessian, hessian_estimate, resume, reg)
     o = _Options(dim, hessian, reg, cg_max_iter, refresh_every, None if gap_tol is None else float(gap_tol), label,
-                 callback, on_state)
+                 callback, on_state, tol, estimate, precondition)
     s = _resumed(resume, o) if resume is not None else _opening(op, x, initial, g_ref, o)
     # An iteration ends the solve with a reason ("precision", "active set stable"); else the
     # stopping rule or the iteration limit does.

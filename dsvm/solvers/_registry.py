@@ -78,6 +78,10 @@ class Start:
     deadline : float, optional
         Newton: a ``time.perf_counter()`` value it does not begin an iteration expected to end after
         (the estimators' ``time_budget``).
+    hessian_estimate : ndarray, optional
+        Newton with ``hessian="cg"``: an estimate of the loss part of the Newton matrix near ``x0``
+        (a row subsample's Gram matrix, its costs scaled to the full problem's), factored once and
+        used to precondition every CG solve.
     """
 
     x0: np.ndarray | None = None
@@ -86,6 +90,7 @@ class Start:
     initial: Any = None
     g_ref: float | None = None
     deadline: float | None = None
+    hessian_estimate: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ def _newton(op, dim, req: SolveRequest) -> SolverResult:
     s = req.start
     return semismooth_newton(op, dim, x0=s.x0, tol=req.tol, max_iter=req.max_iter, hessian=req.hessian, label=req.label,
                              resume=s.resume, on_state=s.on_state, initial=s.initial, g_ref=s.g_ref,
-                             deadline=s.deadline, **req.options)
+                             deadline=s.deadline, hessian_estimate=s.hessian_estimate, **req.options)
 
 
 def _tron(op, dim, req: SolveRequest) -> SolverResult:

@@ -88,9 +88,12 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     hessian : {"auto", "gram", "cg"}, default="auto"
         How Newton systems are solved: Cholesky on the Gram matrix of the active
         rows (one pass per iteration), CG with distributed Hessian-vector
-        products (one pass per CG step), or chosen by a cost model (``"auto"``:
-        the Gram matrix while its passes and factorisations are estimated to
-        cost less than CG's passes, CG always above ``k = 8192``).
+        products (one pass per CG step, preconditioned by the Gram matrix of
+        the row subsample the fit opens from), or chosen by a cost model
+        (``"auto"``: CG over implicit features when the fit opens from a
+        subsample; otherwise the Gram matrix while its passes and
+        factorisations are estimated to cost less than CG's passes, CG always
+        above ``k = 8192``).
     tol : float, default=1e-4
         Stop when ``‖∇Φ‖ ≤ tol · ‖∇Φ(0)‖``.
     max_iter : int, default=100

@@ -230,9 +230,13 @@ def fit_problems(
     fmap, r = begun.fmap, begun.fmap.n_output
     starts = start(fmap) if start is not None and state is None else None
     plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
-    # implicit features sum (k+1)² Gram matrices in float64: the "auto" choice weighs that size
-    gram_order = fmap.n_components + 1 if plan[0] == "implicit" else r + 1
-    hessian = resolve_hessian(est.hessian, X_rb.n_rows, gram_order, X_rb.is_distributed)
+    opens = est.solver == "newton" and starts is None and opening_size(
+        X_rb.n_rows, X_rb.n_cols, fmap.n_components, r, est.solver_options or {}) is not None
+    hessian = _newton_system(est, X_rb, fmap, plan[0], opens)
+    # solves that start elsewhere (Platt's folds, a solve again) have no subsample to precondition CG
+    unopened = _newton_system(est, X_rb, fmap, plan[0], False)
+    if prepare_problem is not None and unopened != hessian:
+        prepare_problem = _with_hessian(prepare_problem, unopened)
     opening = None
     if X_rb.is_distributed:
         X_rb, aligned = _persist_for_passes(X_rb, aligned, plan[0])
@@ -259,7 +263,7 @@ def fit_problems(
             ckpt.complete()
         result = _fit_result(begun, done, labels, X_rb.n_rows, hessian, store.kind, t_start)
         if then is not None:
-            result = then(result, _solver_again(store, begun, labels, make_operator, hessian))
+            result = then(result, _solver_again(store, begun, labels, make_operator, unopened))
     return result
 
 
@@ -295,11 +299,36 @@ def _persist_for_passes(X_rb: RowBlocks, aligned, kind: str):
     return X_rb, [a.persist() if a is not None else None for a in aligned]
 
 
+def _newton_system(est, X_rb: RowBlocks, fmap, kind: str, opens: bool) -> str:
+    """How Newton's systems are solved: ``est.hessian``, or for ``"auto"`` the cost model's choice.
+
+    Over implicit features a solve that opens from a subsample (``opens``) runs preconditioned CG (its
+    passes are Hessian products, the subsample's Gram matrix preconditions them: :mod:`dsvm.svm._opening`):
+    the full Gram matrix would be summed in float64 over the active rows (``n_A k²`` flops) and projected
+    by ``M`` (``4 k³``) at every refresh.  The rule reads only the fit's settings and sizes, so a resumed
+    fit makes the same choice.
+    """
+    if est.hessian == "auto" and kind == "implicit" and opens:
+        return "cg"
+    # implicit features sum (k+1)² Gram matrices in float64: the "auto" choice weighs that size
+    gram_order = fmap.n_components + 1 if kind == "implicit" else fmap.n_output + 1
+    return resolve_hessian(est.hessian, X_rb.n_rows, gram_order, X_rb.is_distributed)
+
+
+def _with_hessian(prepare_problem: Callable, hessian: str) -> Callable:
+    """``prepare_problem`` run with the Newton variant ``hessian`` whatever the fit's."""
+    def prepare(features, aligned, j, _fits_hessian, label):
+        return prepare_problem(features, aligned, j, hessian, label)
+
+    return prepare
+
+
 def _problem_start(j, starts, opening, opened, begun: _Begun) -> Start:
     """Problem ``j``'s start: the checkpoint's state, the subsample opening, or the caller's point (or zero)."""
     if opened is not None:
         initial, g_ref = opened[j]
-        return Start(x0=opening.xs[j], initial=initial, g_ref=g_ref)
+        estimate = opening.hessian_estimates[j] if opening.hessian_estimates else None
+        return Start(x0=opening.xs[j], initial=initial, g_ref=g_ref, hessian_estimate=estimate)
     return Start(x0=None if starts is None else starts[j], resume=begun.resume if j == begun.first else None)
 
 
@@ -384,8 +413,8 @@ def _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, 
     None where there is none; ``kind``: where the features will be kept
     (:func:`~dsvm.problems.plan_feature_store`)."""
     read_seconds = FeatureStore.pass_seconds(kind, X_rb, fmap)  # what a pass saved is worth beyond its products
-    m = opening_size(X_rb.n_rows, X_rb.n_cols, fmap.n_components, fmap.n_output, est.solver_options or {}, hessian,
-                     read_seconds)
+    m = opening_size(X_rb.n_rows, X_rb.n_cols, fmap.n_components, fmap.n_output, est.solver_options or {},
+                     read_seconds, hessian)
     if m is None:
         return None
     return subsample_opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, m, checked, kind)

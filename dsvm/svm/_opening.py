@@ -27,17 +27,28 @@ the warm start's ``max(10000, 4 r)`` rows (``solver_options["warm_rows"]``),
 and where a pass costs more than its products (``F`` on disk, or implicit
 features whose passes compute the kernel blocks) four times more, while that
 stays at most ``n / 8`` and the subsample's solve costs at most half of that
-cost (a pass saved pays for it).
+cost (a pass saved pays for it).  Before a CG solve it is larger still
+(:data:`CG_ROWS_PER_FEATURE` rows per feature, within bounds of rows, cost and
+memory): there it is also the preconditioner, see below.
 
 When: ``solver_options["warm_start"]``: ``"auto"`` (default: the subsample
-when there are at least four times as many rows and the Gram variant runs),
+when there are at least four times as many rows),
 ``"subsample"`` (a subsample of ``warm_rows`` rows) or ``"none"``.  Rows are
 drawn by a hash of their index (independent of chunking), with costs scaled by
 ``n / m`` so that the subsample's loss estimates the full one.
 :func:`warm_start_problem` gives the same subsample of a feature matrix for
 callers that hold only features (the paper experiments): it copies the
 subsample's in-memory features out (:func:`subsample_problem`), so its passes
-read ``m`` rows, not ``n``.
+read ``m`` rows, not ``n`` (for the Gram variant only, under ``"auto"``).
+
+With ``hessian="cg"`` the subsample is still solved by Cholesky (up to an order of
+:data:`GRAM_MAX_ORDER`), and its Gram matrix at its solution — costs scaled by
+``n / m``, so an estimate of the full problem's — is factored once and
+preconditions every CG solve of the full problem (FALKON's idea: a Nyström
+preconditioner from a sample of the rows; here a sample of the rows active at
+the solve's start).  A pass is then a Hessian product, and the full Gram
+matrix (``n_A r²`` flops per refresh, float64 for implicit features) is never
+summed: what makes large ``k`` affordable.
 """
 
 from __future__ import annotations
@@ -52,7 +63,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import config
-from ..blocks import BlockReduction, RowBlocks, aligned_vector, as_row_blocks, row_index_blocks, row_uniform
+from ..blocks import (
+    BlockReduction,
+    RowBlocks,
+    aligned_vector,
+    as_row_blocks,
+    available_memory,
+    row_index_blocks,
+    row_uniform,
+)
 from ..problems import FeatureStore, PassResult, opening_evaluations, opening_results
 from ..solvers import SUBSAMPLE_TOL, solve
 from ._base import WARM_START_OPTIONS, block_rows_for
@@ -137,6 +156,10 @@ def warm_start_problem(features: RowBlocks, aligned, *, hessian: str, options: d
     return None if rows is None else subsample_problem(features, rows)
 
 
+#: the largest Newton system the subsample solve factors (as :func:`dsvm.solvers.choose_hessian` bounds the Gram
+#: variant); above it the subsample solve runs CG too, without a Hessian estimate for the full solve
+GRAM_MAX_ORDER = 8193
+
 #: the subsample solve is counted as this many Gram matrices over its rows, besides its features (the first
 #: over all its rows, then updates)
 SUBSAMPLE_GRAM_PASSES = 2
@@ -154,33 +177,60 @@ class Opening:
         The opening passes (:func:`dsvm.problems.opening_evaluations`), for the feature stage.
     stats : dict
         ``rows`` (the subsample's), ``seconds`` (taking, features and solves), ``n_iter`` per problem.
+    hessian_estimates : list
+        Per problem, for ``hessian="cg"``: the subsample's Gram matrix at its solution (costs scaled to the
+        full problem's), which preconditions the full solve's CG; None where there is none.
     """
 
     xs: list[np.ndarray]
     reduction: BlockReduction
     ops: list = field(repr=False)
     stats: dict = field(default_factory=dict)
+    hessian_estimates: list = field(default_factory=list, repr=False)
 
     def starts(self, out: list) -> list[tuple[PassResult, float]]:
         """``(pass at xs[j], ‖∇Φ(0)‖)`` per problem from the feature stage's sum of :attr:`reduction`."""
         return opening_results(self.ops, self.reduction, out)
 
 
-def opening_size(n: int, p: int, k: int, r: int, options: dict, hessian: str, read_seconds: float = 0.0) -> int | None:
+def opening_size(n: int, p: int, k: int, r: int, options: dict, read_seconds: float = 0.0,
+                 hessian: str = "gram") -> int | None:
     """Rows of the subsample opening, or None for none (see the module docstring).
 
     ``read_seconds``: what one pass costs beyond its products with ``F`` (reading it from the scratch disk,
-    or computing the kernel blocks of implicit features; 0 for ``F`` in memory).
+    or computing the kernel blocks of implicit features; 0 for ``F`` in memory).  ``hessian``: the full
+    solve's Newton variant; for ``"cg"`` the subsample also preconditions it (:func:`_cg_opening_size`).
     """
     warm_rows = options.get("warm_rows")
-    m = subsample_size(n, r, options.get("warm_start", "auto"), warm_rows, hessian)
-    if m is None or warm_rows is not None or read_seconds <= 0:
+    # both Newton variants open from the subsample: for CG its Gram matrix also preconditions the full solve
+    m = subsample_size(n, r, options.get("warm_start", "auto"), warm_rows, "gram")
+    if m is None or warm_rows is not None:
         return m
     rate = float(config.get("flops-per-thread")) * (os.cpu_count() or 1)
     per_row = (2.0 * k * (p + r) + SUBSAMPLE_GRAM_PASSES * r * r) / rate
-    while 32 * m <= n and 4 * m * per_row <= 0.5 * read_seconds:
+    while read_seconds > 0 and 32 * m <= n and 4 * m * per_row <= 0.5 * read_seconds:
         m *= 4
+    if hessian == "cg":
+        m = max(m, _cg_opening_size(n, r, per_row, read_seconds + 4.0 * n * r / rate))
+        # its features (float32, or float64: 8 bytes counted) are held in this process with its Gram matrix
+        m = max(subsample_size(n, r), min(m, int(CG_OPENING_MEMORY * available_memory() / (8.0 * r))))
     return m
+
+
+#: the CG variant's subsample grows to this many rows per feature (measured on the bumps problem: at
+#: 4 r per feature its start and preconditioner cost the solve 6–7 Newton iterations of up to 25 CG
+#: steps, at 16–20 r 4 iterations of 1–4 steps) ...
+CG_ROWS_PER_FEATURE = 16
+#: ... while it costs at most this many of the full problem's passes, as the cost model sees them,
+CG_OPENING_PASSES = 32
+#: and its features take at most this share of this process's available memory
+CG_OPENING_MEMORY = 0.125
+
+
+def _cg_opening_size(n: int, r: int, per_row: float, pass_seconds: float) -> int:
+    """The CG variant's subsample rows: :data:`CG_ROWS_PER_FEATURE` rows per feature, at most ``n / 16`` rows
+    and :data:`CG_OPENING_PASSES` passes' cost (``per_row`` each)."""
+    return int(min(CG_ROWS_PER_FEATURE * r, n // 16, CG_OPENING_PASSES * pass_seconds / per_row))
 
 
 def _finite(X) -> bool:
@@ -213,18 +263,24 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
         F_sub = store.features
         sub_aligned = [aligned_vector(taken[0], F_sub), aligned_vector(weights, F_sub)]
         options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
-        xs, iters = [], []
+        xs, iters, estimates = [], [], []
+        # the subsample is in this process: its Newton systems by Cholesky while the Gram matrix is small
+        sub_hessian = "gram" if r + 1 <= GRAM_MAX_ORDER else hessian
         for j, label in enumerate(labels):
             plain = label.item() if hasattr(label, "item") else label
             prefix = f"[class {plain!r}] " if len(labels) > 1 else ""
             res = solve("newton", make_operator(F_sub, sub_aligned, j), r + 1, tol=max(est.tol, SUBSAMPLE_TOL),
-                        max_iter=30, hessian=hessian, label=prefix + "[subsample] ", options=options)
+                        max_iter=30, hessian=sub_hessian, label=prefix + "[subsample] ", options=options)
             xs.append(res.x)
             iters.append(res.n_iter)
+            if hessian == "cg" and sub_hessian == "gram" and res.last_pass is not None:
+                estimates.append(res.last_pass.hess)  # costs scaled by n / m: an estimate of the full problem's
+            else:
+                estimates.append(None)
     rows_for_passes = FeatureStore.request_rows(X, fmap, kind)
     ops = [make_operator(rows_for_passes, aligned, j) for j in range(len(labels))]
     seconds = time.perf_counter() - t0
     logger.info("opening: %d of %d rows solved in this process in %.2fs (%s Newton iterations); the first "
                 "passes of the full solve run with the features", rows.size, n, seconds, iters)
     return Opening(xs, opening_evaluations(ops, xs, hessian), ops,
-                   {"rows": int(rows.size), "seconds": seconds, "n_iter": iters})
+                   {"rows": int(rows.size), "seconds": seconds, "n_iter": iters}, estimates)

@@ -300,3 +300,22 @@ def test_check_expansion_names_the_row_and_whether_the_kernel_or_the_product_ove
                                              r"times the model's coefficients on the landmarks \(M coefᵀ, largest "
                                              r"\|value\| \d\.\d+e\+\d+\) overflow float32"):
         check_expansion(values, X[:5], expansion)
+
+
+def test_many_landmarks_get_the_cholesky_map_unless_they_are_dependent(monkeypatch):
+    import dsvm.approx._nystroem as nystroem
+
+    monkeypatch.setattr(nystroem, "EIGEN_MAP_MAX_ORDER", 30)  # as at k > 2048, on a small problem
+    rng = np.random.default_rng(8)
+    L, X = rng.normal(size=(40, 5)), rng.normal(size=(200, 5))
+    spec = make_kernel_spec("rbf", 0.2)
+    many = fit_feature_map(L, spec, dtype=np.float64)  # method "eigen" asked for: uniform landmarks
+    assert not np.triu(many.normalization, 1).any() and many.normalization.shape == (40, 40)
+    few = fit_feature_map(L[:30], spec, dtype=np.float64)  # at the bound: the eigen map
+    assert np.triu(few.normalization, 1).any()
+    eig = nystroem.nystroem_normalization(nystroem.kernel_matrix(L, L, spec), 1e-10)[0]
+    Fe = rbf_kernel(X, L, gamma=0.2) @ eig.T
+    F = many.transform_block(X)
+    np.testing.assert_allclose(F @ F.T, Fe @ Fe.T, atol=1e-8)  # the same feature space
+    dependent = fit_feature_map(np.vstack([L, L[:3]]), spec, dtype=np.float64)
+    assert dependent.normalization.shape[0] <= 40 < dependent.normalization.shape[1]  # eigen map: cut

@@ -62,3 +62,18 @@ def test_diagonal_preconditioner_needs_fewer_steps_on_a_badly_scaled_matrix():
     pre = conjugate_gradient(lambda v: H @ v, b, rtol=1e-8, max_iter=1000, preconditioner=np.diag(H))
     assert pre.converged and pre.n_iter < plain.n_iter / 2
     np.testing.assert_allclose(pre.x, np.linalg.solve(H, b), rtol=1e-5)
+
+
+def test_callable_preconditioner_applies_an_approximate_inverse():
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(4000, 300)) * np.geomspace(1.0, 1e-3, 300)  # columns of very different scales
+    H = np.eye(300) + 50.0 * A.T @ A  # badly conditioned (κ ~ 10⁵)
+    H_approx = np.eye(300) + 50.0 * A[::2].T @ A[::2] * 2.0  # half the rows, scaled: as a row subsample's Gram
+    b = rng.normal(size=300)
+    plain = conjugate_gradient(lambda v: H @ v, b, rtol=1e-10, max_iter=1000)
+    pre = conjugate_gradient(lambda v: H @ v, b, rtol=1e-10, max_iter=1000,
+                             preconditioner=lambda v: np.linalg.solve(H_approx, v))
+    exact = conjugate_gradient(lambda v: H @ v, b, rtol=1e-10, preconditioner=lambda v: np.linalg.solve(H, v))
+    assert pre.converged and pre.n_iter < plain.n_iter / 2
+    assert exact.converged and exact.n_iter <= 2
+    np.testing.assert_allclose(pre.x, np.linalg.solve(H, b), rtol=1e-7)

@@ -159,3 +159,64 @@ def test_float32_factor_gives_the_same_newton_solve(monkeypatch):
     assert mixed.converged and plain.converged
     np.testing.assert_allclose(mixed.objective, plain.objective, rtol=1e-10)
     np.testing.assert_allclose(mixed.x, plain.x, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_cg_preconditioned_by_a_subsample_gram_gives_the_gram_solution_in_fewer_steps(fit_intercept):
+    F, y = _features(n=2000, seed=4)
+    y = np.where(np.random.default_rng(0).random(len(y)) < 0.2, -y, y)  # noisy labels: most rows active, as at scale
+    C, dim = 20.0, F.shape[1] + 1
+    # the opening of a fit: every 4th row, costs scaled by 4, solved by Cholesky; its Gram matrix at its solution
+    sub = semismooth_newton(_operator(F[::4], y[::4], C, np.full(len(y[::4]), 4.0), fit_intercept=fit_intercept),
+                            dim, tol=1e-2, hessian="gram")
+    g = semismooth_newton(_operator(F, y, C, fit_intercept=fit_intercept), dim, tol=1e-9, hessian="gram")
+    runs = [semismooth_newton(_operator(F, y, C, fit_intercept=fit_intercept), dim, x0=sub.x, tol=1e-9, hessian="cg",
+                              hessian_estimate=estimate) for estimate in (None, sub.last_pass.hess)]
+    plain, pre = runs
+    assert pre.converged and plain.converged
+    np.testing.assert_allclose(pre.objective, g.objective, rtol=1e-9)
+    np.testing.assert_allclose(pre.x, g.x, rtol=1e-4, atol=1e-6)
+    steps = [sum(h["cg_steps"] for h in r.history) for r in (plain, pre)]
+    assert steps[1] < steps[0] / 2, steps
+    assert fit_intercept or pre.x[-1] == 0.0
+
+
+def test_a_hessian_estimate_that_does_not_factor_leaves_cg_unpreconditioned(caplog):
+    F, y = _features(seed=5)
+    dim = F.shape[1] + 1
+    plain = semismooth_newton(_operator(F, y, 5.0), dim, tol=1e-9, hessian="cg")
+    with caplog.at_level("INFO", logger="dsvm.solvers._newton"):
+        res = semismooth_newton(_operator(F, y, 5.0), dim, tol=1e-9, hessian="cg",
+                                hessian_estimate=-1e3 * np.eye(dim))
+    assert "does not factor" in caplog.text
+    np.testing.assert_allclose(res.objective, plain.objective, rtol=1e-12)
+    assert [h["cg_steps"] for h in res.history] == [h["cg_steps"] for h in plain.history]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="dsvm.solvers._newton"):
+        res = semismooth_newton(_operator(F, y, 5.0), dim, tol=1e-9, hessian="cg",
+                                hessian_estimate=np.full((dim, dim), np.nan))
+    assert "not finite" in caplog.text and res.converged
+    np.testing.assert_allclose(res.objective, plain.objective, rtol=1e-12)
+
+
+def test_the_gram_variant_ignores_a_hessian_estimate():
+    F, y = _features(seed=6)
+    dim = F.shape[1] + 1
+    a = semismooth_newton(_operator(F, y, 5.0), dim, tol=1e-9, hessian="gram")
+    b = semismooth_newton(_operator(F, y, 5.0), dim, tol=1e-9, hessian="gram", hessian_estimate=np.eye(dim))
+    np.testing.assert_array_equal(a.x, b.x)
+
+
+def test_a_resumed_cg_solve_is_preconditioned_by_the_estimate_its_checkpoint_kept():
+    F, y = _features(n=2000, seed=7)
+    y = np.where(np.random.default_rng(2).random(len(y)) < 0.2, -y, y)
+    dim = F.shape[1] + 1
+    sub = semismooth_newton(_operator(F[::4], y[::4], 5.0, np.full(len(y[::4]), 4.0)), dim, tol=1e-2)
+    states = []
+    whole = semismooth_newton(_operator(F, y, 5.0), dim, x0=sub.x, tol=1e-9, hessian="cg",
+                              hessian_estimate=sub.last_pass.hess, on_state=states.append)
+    assert whole.n_iter >= 3
+    np.testing.assert_array_equal(states[0]["H_loss"], sub.last_pass.hess)
+    resumed = semismooth_newton(_operator(F, y, 5.0), dim, tol=1e-9, hessian="cg", resume=states[0])
+    np.testing.assert_array_equal(resumed.x, whole.x)
+    assert [h["cg_steps"] for h in resumed.history] == [h["cg_steps"] for h in whole.history]

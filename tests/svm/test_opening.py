@@ -84,18 +84,55 @@ def test_regression_on_dask_input_opens_from_the_subsample(tmp_path):
 def test_no_opening_where_the_warm_start_would_not_run():
     X, y = make_circles_problem(n=N, seed=3)
     Xd, yd = _dask(X, y)
-    for options, extra in [({"warm_start": "none", "warm_rows": 600}, {}), ({"warm_rows": 600}, {"hessian": "cg"}),
-                           ({}, {"solver": "tron"})]:
+    for options, extra in [({"warm_start": "none", "warm_rows": 600}, {}), ({}, {"solver": "tron"})]:
         model = NystroemSVC(**{**PARAMS, "solver_options": options, **extra}).fit(Xd, yd)
         assert "opening" not in model.solver_stats_
 
 
 def test_opening_size_grows_with_the_time_a_read_of_f_takes():
     n, p, k = 10_000_000, 28, 1000
-    assert opening_size(n, p, k, k, {}, "gram") == 10_000  # F not on disk: the warm start's size
-    sizes = [opening_size(n, p, k, k, {}, "gram", read) for read in (1.0, 100.0, 1000.0, 1e6)]
+    assert opening_size(n, p, k, k, {}) == 10_000  # F not on disk: the warm start's size
+    sizes = [opening_size(n, p, k, k, {}, read) for read in (1.0, 100.0, 1000.0, 1e6)]
     assert sizes[0] == 10_000 and sizes == sorted(sizes) and sizes[-1] <= n // 8
     assert all(m in (10_000 * 4**j for j in range(8)) for m in sizes)
-    assert opening_size(n, p, k, k, {"warm_rows": 5000}, "gram", 1e6) == 5000  # asked for: kept
-    assert opening_size(n, p, k, k, {}, "cg", 1e6) is None
-    assert opening_size(30_000, p, k, k, {}, "gram", 1e6) is None  # too few rows for a subsample of 10000
+    assert opening_size(n, p, k, k, {"warm_rows": 5000}, 1e6) == 5000  # asked for: kept
+    assert opening_size(n, p, k, k, {"warm_start": "none"}, 1e6) is None
+    assert opening_size(30_000, p, k, k, {}, 1e6) is None  # too few rows for a subsample of 10000
+
+
+def test_the_cg_variants_subsample_grows_to_sixteen_rows_per_feature_within_its_bounds():
+    n, p, pass_s = 1_000_000, 20, 5.0
+    gram = opening_size(n, p, 4000, 4000, {}, pass_s, "gram")
+    cg = opening_size(n, p, 4000, 4000, {}, pass_s, "cg")
+    assert gram == 16_000 and cg == n // 16  # 16 r would be 64,000: n / 16 bounds it
+    assert opening_size(n, p, 1000, 1000, {}, pass_s, "cg") == 16_000
+    assert opening_size(n, p, 1000, 1000, {}, 1e-3, "cg") == 10_000  # passes that cost little: the least size
+    assert opening_size(n, p, 1000, 1000, {"warm_rows": 5000}, pass_s, "cg") == 5000  # asked for: kept
+    assert opening_size(n, p, 1000, 1000, {"warm_start": "none"}, pass_s, "cg") is None
+    assert opening_size(30_000, p, 1000, 1000, {}, pass_s, "cg") is None
+
+
+@pytest.mark.parametrize("store", ["memory", "implicit"])
+def test_cg_opens_from_the_subsample_whose_gram_matrix_preconditions_it(store):
+    X, y = make_circles_problem(n=N, seed=4)
+    y = np.where(np.random.default_rng(1).random(N) < 0.15, 1 - y, y)  # label noise: most rows active
+    ref = NystroemSVC(**PARAMS, hessian="gram").fit(X, y)
+    plain = NystroemSVC(**{**PARAMS, "solver_options": {"warm_start": "none"}}, hessian="cg").fit(X, y)
+    model = NystroemSVC(**PARAMS, hessian="cg", feature_store=store).fit(X, y)
+    assert 450 < model.solver_stats_["opening"]["rows"] < 750
+    stats = model.solver_stats_["problems"][0]
+    assert stats["converged"] and _solve_passes_are_the_iterations(stats)
+    np.testing.assert_allclose(model.objective_, ref.objective_, rtol=1e-9)
+    steps = [sum(h["cg_steps"] for h in m.solver_stats_["problems"][0]["history"]) for m in (plain, model)]
+    assert steps[1] < steps[0] / 2, steps
+
+
+def test_auto_runs_preconditioned_cg_over_implicit_features_that_open_from_a_subsample():
+    X, y = make_circles_problem(n=N, seed=5)
+    opened = NystroemSVC(**PARAMS, feature_store="implicit").fit(X, y)
+    assert opened.solver_stats_["hessian"] == "cg" and "opening" in opened.solver_stats_
+    stored = NystroemSVC(**PARAMS, feature_store="memory").fit(X, y)
+    assert stored.solver_stats_["hessian"] == "gram"
+    np.testing.assert_allclose(opened.objective_, stored.objective_, rtol=1e-9)
+    alone = NystroemSVC(**{**PARAMS, "solver_options": {"warm_start": "none"}}, feature_store="implicit").fit(X, y)
+    assert alone.solver_stats_["hessian"] == "gram"  # no subsample, no preconditioner: CG would take many passes

@@ -1,0 +1,81 @@
+"""Does some k reach LIBSVM's test accuracy in less time than LIBSVM, in the same run?
+
+On one data set (default ijcnn1, γ = 2, C = 10) this fits LIBSVM (scikit-learn
+``SVC``) once, then ``NystroemSVC`` at each setting of ``--settings``
+(``landmarks:k[:store]``, in-process on the same numpy input) ``--repeats``
+times, and prints each setting's median fit time, test accuracy, its time
+against LIBSVM's and whether it reached LIBSVM's accuracy.  The last line is
+the verdict: the fastest setting at LIBSVM's accuracy or above, and its time
+against LIBSVM's (target < 1), or that none reached it.
+
+Usage::
+
+    python benchmarks/bench_reach_libsvm.py [--data-dir ../shared/data] [--dataset ijcnn1] [--gamma 2]
+        [--settings pivoted:2000,pivoted:3000,uniform:4000:implicit] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import logging
+import warnings
+from pathlib import Path
+
+from common import DEFAULT_DATA_DIR, REPO, load_libsvm, machine, save_json, table, timed
+
+C = 10.0
+SETTINGS = "pivoted:2000,pivoted:3000,pivoted:4000,uniform:3000,uniform:4000,uniform:6000:implicit"
+
+
+def _fit_dsvm(Xtr, ytr, gamma: float, landmarks: str, k: int, store: str):
+    from dsvm import NystroemSVC
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return NystroemSVC(C=C, gamma=gamma, n_components=k, landmarks=landmarks, feature_store=store,
+                           random_state=0).fit(Xtr, ytr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    ap.add_argument("--dataset", default="ijcnn1")
+    ap.add_argument("--gamma", type=float, default=2.0)
+    ap.add_argument("--settings", default=SETTINGS)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "reach_libsvm.json")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    from sklearn.svm import SVC
+
+    Xtr, ytr = load_libsvm(args.data_dir, args.dataset, "train")
+    Xte, yte = load_libsvm(args.data_dir, args.dataset, "test")
+    lib_s, _, lib = timed(lambda: SVC(kernel="rbf", C=C, gamma=args.gamma, cache_size=2000).fit(Xtr, ytr))
+    lib_acc = lib.score(Xte, yte)
+    rows = [{"setting": "LIBSVM", "fit_s": lib_s, "accuracy": 100 * lib_acc, "vs_libsvm": 1.0, "reached": "-"}]
+    for setting in args.settings.split(","):
+        landmarks, k, *store = setting.split(":")
+        store = store[0] if store else "auto"
+        fit_s, runs, model = timed(functools.partial(_fit_dsvm, Xtr, ytr, args.gamma, landmarks, int(k), store),
+                                   args.repeats)
+        acc = model.score(Xte, yte)
+        rows.append({"setting": setting, "fit_s": fit_s, "runs": [round(t, 2) for t in runs], "accuracy": 100 * acc,
+                     "vs_libsvm": fit_s / lib_s, "reached": "yes" if acc >= lib_acc else "no",
+                     "hessian": model.solver_stats_["hessian"]})
+    print(f"{args.dataset}, C = {C}, gamma = {args.gamma}; {machine()}; medians of {args.repeats} fits")
+    print(table(rows, ["setting", "fit_s", "accuracy", "vs_libsvm", "reached", "hessian"]))
+    reached = [r for r in rows[1:] if r["reached"] == "yes"]
+    if reached:
+        best = min(reached, key=lambda r: r["fit_s"])
+        verdict = "PASS" if best["fit_s"] < lib_s else "FAIL"
+        print(f"{verdict}: {best['setting']} reaches {best['accuracy']:.2f} % (LIBSVM {100 * lib_acc:.2f} %) in "
+              f"{best['fit_s']:.2f} s = {best['vs_libsvm']:.2f}x LIBSVM's {lib_s:.2f} s (target < 1)")
+    else:
+        print(f"FAIL: no setting reaches LIBSVM's {100 * lib_acc:.2f} % (best "
+              f"{max(r['accuracy'] for r in rows[1:]):.2f} %)")
+    save_json({"machine": machine(), "dataset": args.dataset, "rows": rows}, args.out)
+
+
+if __name__ == "__main__":
+    main()
