@@ -29,6 +29,7 @@ from ._nystroem import (
     check_features,
     default_eig_rtol,
     fit_feature_map,
+    landmark_weights,
     nystroem_normalization,
 )
 from ._scaling import SCALINGS, Scaling, check_scale, fit_scaling
@@ -37,6 +38,6 @@ __all__ = [
     "FeatureMap", "KernelColumnsMap", "KernelSpec", "Landmarks", "ProjectedMap", "SCALINGS", "Scaling",
     "check_dense_landmarks", "check_expansion", "check_features", "check_kernel_params", "check_scale",
     "clip_n_components", "default_eig_rtol", "dense_rows", "first_unique", "fit_feature_map", "fit_scaling",
-    "gamma_for", "kernel_matrix", "make_kernel_spec", "nystroem_normalization", "prepare_landmarks",
+    "gamma_for", "kernel_matrix", "landmark_weights", "make_kernel_spec", "nystroem_normalization", "prepare_landmarks",
     "resolve_gamma", "select_landmarks", "warn_if_few_distinct",
 ]

@@ -7,7 +7,8 @@ Two maps span the same feature space (``F Fᵀ = K(X, L) K(L, L)⁻¹ K(L, X)``)
   the features) and ``M = V_r Λ_r^{-1/2}`` (``k x r``);
 * Cholesky map, for landmarks chosen by pivoted Cholesky (independent by
   construction) and for any landmarks above :data:`EIGEN_MAP_MAX_ORDER` whose
-  kernel matrix factors: ``K(L, L) = Rᵀ R`` and ``M = R⁻¹``, upper triangular
+  kernel matrix has no eigenvalue the eigen map would cut: ``K(L, L) = Rᵀ R``
+  and ``M = R⁻¹``, upper triangular
   (``r = k``).  Its factorisation costs ``k³/3`` flops instead of the
   eigendecomposition's ~``9 k³``, and
   the projection is a triangular product (TRMM, ``n k²`` flops instead of
@@ -157,6 +158,24 @@ def cholesky_normalization(K_LL: np.ndarray, rtol: float) -> tuple[np.ndarray, n
 def _is_lower_triangular(normalization: np.ndarray) -> bool:
     r, k = normalization.shape
     return r == k and not np.triu(normalization, 1).any()
+
+
+def landmark_weights(alpha: np.ndarray, normalization: np.ndarray, eigenvalues: np.ndarray) -> np.ndarray:
+    """Feature weights ``w`` (last axis) with ``M w = α``: a function ``Σ_i α_i K(·, l_i)`` of a map's first
+    landmarks (``α`` may cover fewer than the map has: zero on the others) in that map's features.
+
+    ``w = R α`` for the Cholesky map (``M = R⁻¹``, ``normalization = R⁻ᵀ``); ``w = Λ^{1/2} Vᵀ α`` for the
+    eigen map (``M⁺ α``: the function kept up to the eigenvalue cut-off).
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    N = np.asarray(normalization, dtype=np.float64)
+    if _is_lower_triangular(N):
+        padded = np.zeros(alpha.shape[:-1] + (N.shape[1],))
+        padded[..., : alpha.shape[-1]] = alpha
+        flat = padded.reshape(-1, N.shape[1])
+        w = scipy.linalg.solve_triangular(N.T, flat.T, lower=False, check_finite=False).T
+        return w.reshape(padded.shape)
+    return (alpha @ N[:, : alpha.shape[-1]].T) * eigenvalues
 
 
 @dataclass
@@ -406,7 +425,8 @@ FEATURE_MAPS = ("eigen", "cholesky")
 
 #: above this many landmarks the Cholesky map is tried first whatever the method: the eigendecomposition
 #: of ``K(L, L)`` (~9 k³ flops, much of it memory-bound) takes about a minute at k = 8000 on two cores, the
-#: Cholesky factor and its inverse seconds; the eigen map stays where ``K(L, L)`` does not factor
+#: Cholesky factor and its inverse seconds; the eigen map stays where ``K(L, L)`` does not factor or has
+#: eigenvalues the eigen map would cut (:func:`_no_eigenvalue_cut`)
 EIGEN_MAP_MAX_ORDER = 2048
 
 
@@ -428,8 +448,9 @@ def fit_feature_map(
     method : {"eigen", "cholesky"}, default="eigen"
         ``"cholesky"`` is for landmarks chosen by pivoted Cholesky (in pivot
         order); should ``K(L, L)`` still not factor, the eigen map is used.
-        Above :data:`EIGEN_MAP_MAX_ORDER` landmarks the Cholesky map is tried
-        first for either method (the same feature space, a fraction of the
+        Above :data:`EIGEN_MAP_MAX_ORDER` landmarks the Cholesky map is taken
+        for either method where ``K(L, L)`` has no eigenvalue the eigen map
+        would cut (then the same feature space, in a fraction of the
         eigendecomposition's time).
 
     Returns
@@ -461,14 +482,48 @@ def fit_feature_map(
     if method == "cholesky" or len(L) > EIGEN_MAP_MAX_ORDER:
         try:
             normalization, lam = cholesky_normalization(K_LL, rtol)
+            if method != "cholesky" and not _no_eigenvalue_cut(K_LL, normalization, rtol):
+                raise np.linalg.LinAlgError("the eigen map would cut eigenvalues of K(L, L)")
             return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                            dtype=np.dtype(dtype)))
-        except np.linalg.LinAlgError:
-            logger.info("Nystroem: K(L, L) of the %s landmarks does not factor; using the eigen map",
-                        "pivoted" if method == "cholesky" else f"{len(L)}")
+        except (np.linalg.LinAlgError, NonFiniteError) as e:
+            logger.info("Nystroem: no Cholesky map for the %s landmarks (%s); using the eigen map",
+                        "pivoted" if method == "cholesky" else f"{len(L)}", e)
     normalization, lam = nystroem_normalization(K_LL, rtol)
     return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                    dtype=np.dtype(dtype)))
+
+
+#: power iterations of the condition estimate of :func:`_no_eigenvalue_cut`
+CONDITION_ITERATIONS = 20
+
+
+def _no_eigenvalue_cut(K_LL: np.ndarray, normalization: np.ndarray, rtol: float) -> bool:
+    """Whether no eigenvalue of ``K(L, L)`` is below ``rtol`` times the largest, as the eigen map would cut:
+    then the Cholesky map spans the same features (its pivots alone do not say so).
+
+    ``λ_max`` and ``1 / λ_min = ‖R⁻¹‖²`` are estimated by power iterations on ``K`` and on
+    ``R⁻¹ R⁻ᵀ = Nᵀ N`` (``O(k²)`` each, float32): an estimate from below, not a proof.
+    """
+    with blas_for_order(K_LL.shape[0]):
+        lam_max = _largest_eigenvalue(np.asarray(K_LL, dtype=np.float32), lambda A, v: A @ v)
+        inv_min = _largest_eigenvalue(np.asarray(normalization, dtype=np.float32), lambda N, v: N.T @ (N @ v))
+    return np.isfinite(lam_max * inv_min) and lam_max * inv_min * rtol <= 1.0
+
+
+def _largest_eigenvalue(A: np.ndarray, product) -> float:
+    """The largest eigenvalue of the symmetric positive semidefinite operator ``product(A, ·)`` by
+    :data:`CONDITION_ITERATIONS` power iterations from a seeded start."""
+    v = np.random.default_rng(0).standard_normal(A.shape[1]).astype(A.dtype)
+    v /= np.linalg.norm(v)
+    estimate = 0.0
+    for _ in range(CONDITION_ITERATIONS):
+        v = product(A, v)
+        estimate = float(np.linalg.norm(v))
+        if not np.isfinite(estimate) or estimate == 0.0:
+            return estimate
+        v /= estimate
+    return estimate
 
 
 def _checked_map(fmap: FeatureMap) -> FeatureMap:

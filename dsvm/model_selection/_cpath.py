@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..approx import landmark_weights
 from ..blocks import RowBlocks
 from ..problems import SquaredHingeOperator
 from ..solvers import Start, resolve_hessian
@@ -34,7 +35,7 @@ from ._folds import MAX_SPLITS_PER_WORD, cv_confusion_block
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PathPoint", "PairResult", "cv_pair", "merge_stats", "landmark_coefs", "weights_from_landmark_coefs",
+__all__ = ["PathPoint", "PairResult", "cv_pair", "merge_stats", "landmark_coefs",
            "map_to_larger_k", "record_functions", "refit_start"]
 
 
@@ -116,20 +117,15 @@ def landmark_coefs(w: np.ndarray, normalization: np.ndarray) -> np.ndarray:
     return w @ normalization
 
 
-def weights_from_landmark_coefs(alpha: np.ndarray, normalization: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`landmark_coefs` for a map ``V Λ^{-1/2}`` over the same landmarks or a
-    nested superset (``alpha`` then covers its first landmarks): ``w = Λ^{1/2} Vᵀ α``."""
-    return (alpha @ normalization[:, : alpha.shape[-1]].T) * lam
-
-
 def map_to_larger_k(prev, normalization: np.ndarray, lam: np.ndarray, c_rows) -> np.ndarray:
     """Starting points for a larger k from the solutions of a smaller (nested) k.
 
     A solution ``w`` on the first ``k_s`` landmarks is the function
     ``Σ_i α_i K(·, l_i)`` with ``α = M_s w = normalization_sᵀ w`` (zero for the
-    other landmarks), which the larger map ``M = V Λ^{-1/2}`` represents by
-    ``w' = M⁺ α = Λ^{1/2} Vᵀ α = lam * (normalization @ α)`` — the same
-    decision function and the same norm (up to the eigenvalue cut-off), so the
+    other landmarks), which the larger map represents by ``w' = M⁺ α``
+    (:func:`dsvm.approx.landmark_weights`: ``Λ^{1/2} Vᵀ α`` for the eigen map,
+    ``R α`` for the Cholesky map) — the same decision function and the same
+    norm (up to the eigenvalue cut-off), so the
     larger problem starts where the smaller one ended.  Taken for the first
     fold, at the smaller k's C nearest to the first C.
     """
@@ -138,7 +134,7 @@ def map_to_larger_k(prev, normalization: np.ndarray, lam: np.ndarray, c_rows) ->
     ci = int(np.argmin([abs(np.log(c) - np.log(C0)) for c in Cs_s]))
     w_small = W_s[:1, ci]  # (1, n_problems, r_s + 1): the first fold
     alpha = landmark_coefs(w_small[..., :-1], norm_s)  # (1, P, k_s)
-    w_big = weights_from_landmark_coefs(alpha, normalization, lam)
+    w_big = landmark_weights(alpha, normalization, lam)
     return np.concatenate([w_big, w_small[..., -1:]], axis=-1)
 
 
@@ -168,7 +164,7 @@ def refit_start(function):
     def start(fmap):
         if fmap.components.shape != landmarks.shape or not np.array_equal(fmap.components, landmarks):
             return None
-        w = weights_from_landmark_coefs(alpha, fmap.normalization, fmap.eigenvalues)
+        w = landmark_weights(alpha, fmap.normalization, fmap.eigenvalues)
         return [np.r_[w[j], intercept[j]] for j in range(w.shape[0])]
 
     return start

@@ -159,28 +159,33 @@ def _factored_estimate(H_est: np.ndarray, reg: np.ndarray, fit_intercept: bool) 
     """``v ↦ (diag(reg) + H_est)⁻¹ v`` by a Cholesky factor made once, or None when it does not factor.
 
     A preconditioner need not be exact: from :data:`MIXED_PRECISION_ORDER` on the
-    factor is float32 (half the float64 factorisation's time), else float64.
-    Without an intercept the bias row is dropped, as the operators drop it.
+    factor is float32 (half the float64 factorisation's time) unless only a float64
+    one exists.  Without an intercept the bias row is dropped, as the operators drop it.
     """
-    H_est = np.asarray(H_est, dtype=np.float64)
+    H_est = np.asarray(H_est)
+    order = H_est.shape[0]
     if not np.isfinite(H_est).all():
-        logger.info("newton: the Hessian estimate is not finite; CG runs without a preconditioner")
+        logger.warning("newton: the Hessian estimate is not finite; CG runs without a preconditioner")
         return None
     if not fit_intercept:
         H_est = H_est.copy()
         H_est[-1, :] = H_est[:, -1] = 0.0
-    dtype = np.float32 if H_est.shape[0] >= MIXED_PRECISION_ORDER else np.float64
-    with blas_for_order(H_est.shape[0]):
-        H = _newton_matrix(H_est, reg).astype(dtype, order="F", copy=False)
-        try:
-            c = scipy.linalg.cho_factor(H, lower=False, overwrite_a=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            logger.info("newton: the Hessian estimate does not factor; CG runs without a preconditioner")
-            return None
+    factor = None
+    for dtype in ((np.float32, np.float64) if order >= MIXED_PRECISION_ORDER else (np.float64,)):
+        with blas_for_order(order):
+            H = _newton_matrix(H_est, reg).astype(dtype, order="F", copy=False)
+            try:
+                factor = scipy.linalg.cho_factor(H, lower=False, overwrite_a=True, check_finite=False)
+                break
+            except np.linalg.LinAlgError:
+                continue
+    if factor is None:
+        logger.warning("newton: the Hessian estimate does not factor; CG runs without a preconditioner")
+        return None
 
     def apply(v: np.ndarray) -> np.ndarray:
-        with blas_for_order(H_est.shape[0]):
-            return scipy.linalg.cho_solve(c, v.astype(dtype), check_finite=False).astype(np.float64)
+        with blas_for_order(order):
+            return scipy.linalg.cho_solve(factor, v.astype(factor[0].dtype), check_finite=False).astype(np.float64)
 
     return apply
 
@@ -191,11 +196,11 @@ def _preconditioning(op, hessian: str, hessian_estimate, resume: dict | None, re
     if hessian != "cg":
         return None, None
     if resume is not None:
-        kept = np.asarray(resume.get("H_loss", np.zeros(0)), dtype=np.float64)
+        kept = np.asarray(resume.get("H_loss", np.zeros(0)))
         hessian_estimate = kept if kept.size else None
     if hessian_estimate is None:
         return None, None
-    estimate = np.asarray(hessian_estimate, dtype=np.float64)
+    estimate = np.asarray(hessian_estimate)  # float32 at a large order (the opening keeps it so): factored so
     return estimate, _factored_estimate(estimate, reg, op.fit_intercept)
 
 

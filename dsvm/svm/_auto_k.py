@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.linalg
 
+from ..approx import landmark_weights
 from ..blocks import RowBlocks, row_index_blocks, row_uniform
 from ..checks import resolve_seed
 from ..problems import predicted_codes
@@ -134,18 +134,6 @@ def _chosen(path: list[dict], k_tol: float) -> dict:
     return path[-1] if path[-1]["score"] >= best["score"] - k_tol else best
 
 
-def _weights_for(fmap, alpha: np.ndarray) -> np.ndarray:
-    """Feature weights ``w`` (one row per problem) with ``M w = α`` on ``fmap``'s landmarks, ``α`` covering
-    its first landmarks (zero on the others): ``R α`` for the Cholesky map (``M = R⁻¹``), ``Λ^{1/2} Vᵀ α``
-    for the eigen map (``M⁺``: the decision function kept up to the eigenvalue cut-off)."""
-    padded = np.zeros((alpha.shape[0], fmap.n_components))
-    padded[:, : alpha.shape[1]] = alpha
-    N = np.asarray(fmap.normalization, dtype=np.float64)
-    if N.shape[0] == N.shape[1] and not np.any(np.triu(N, 1)):
-        return scipy.linalg.solve_triangular(N.T, padded.T, lower=False).T
-    return (padded @ N.T) * fmap.eigenvalues
-
-
 def start_from(earlier) -> Callable:
     """``start(feature_map)``: an earlier fit's model as a starting point on ``feature_map`` where its
     landmarks are the first of that map's (nested landmarks: uniform ones with the same seed), else None."""
@@ -156,7 +144,7 @@ def start_from(earlier) -> Callable:
         k = old.n_components
         if fmap.n_components < k or not np.array_equal(fmap.components[:k], old.components):
             return None
-        return [np.append(w, b) for w, b in zip(_weights_for(fmap, alpha), earlier.intercept)]
+        return [np.append(w, b) for w, b in zip(landmark_weights(alpha, fmap.normalization, fmap.eigenvalues), earlier.intercept)]
 
     return start
 

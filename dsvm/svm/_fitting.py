@@ -233,8 +233,10 @@ def fit_problems(
     opens = est.solver == "newton" and starts is None and opening_size(
         X_rb.n_rows, X_rb.n_cols, fmap.n_components, r, est.solver_options or {}) is not None
     hessian = _newton_system(est, X_rb, fmap, plan[0], opens)
-    # solves that start elsewhere (Platt's folds, a solve again) have no subsample to precondition CG
+    # solves that start elsewhere (Platt's folds, a solve again, a resume) have no subsample to precondition CG
     unopened = _newton_system(est, X_rb, fmap, plan[0], False)
+    if state is not None:
+        hessian = unopened  # the interrupted problem itself resumes with its checkpoint's (_problem_hessian)
     if prepare_problem is not None and unopened != hessian:
         prepare_problem = _with_hessian(prepare_problem, unopened)
     opening = None
@@ -257,6 +259,7 @@ def fit_problems(
             problem_starts = _within_budget(problem_starts, est.time_budget, t_start)
         if opened is not None:
             begun.timing["opening"] = dict(opening.stats, first_gram_rows=[initial.n_active for initial, _ in opened])
+        opening = None  # its Hessian estimates now live in problem_starts only (each dropped once used)
         done = _solve_problems(est, store.features, aligned, labels, make_operator, hessian, prepare_problem,
                                problem_starts, begun, ckpt)
         if ckpt is not None:
@@ -299,20 +302,33 @@ def _persist_for_passes(X_rb: RowBlocks, aligned, kind: str):
     return X_rb, [a.persist() if a is not None else None for a in aligned]
 
 
+#: from this many landmarks ``"auto"`` takes preconditioned CG over implicit features (measured on the bumps
+#: problem: at k = 1000 as fast as the Gram matrix or faster, at k = 200 it makes about 2.5 times the passes)
+CG_MIN_ORDER = 1000
+
+
 def _newton_system(est, X_rb: RowBlocks, fmap, kind: str, opens: bool) -> str:
     """How Newton's systems are solved: ``est.hessian``, or for ``"auto"`` the cost model's choice.
 
-    Over implicit features a solve that opens from a subsample (``opens``) runs preconditioned CG (its
-    passes are Hessian products, the subsample's Gram matrix preconditions them: :mod:`dsvm.svm._opening`):
-    the full Gram matrix would be summed in float64 over the active rows (``n_A k²`` flops) and projected
-    by ``M`` (``4 k³``) at every refresh.  The rule reads only the fit's settings and sizes, so a resumed
-    fit makes the same choice.
+    Over implicit features a solve that opens from a subsample (``opens``) with at least
+    :data:`CG_MIN_ORDER` landmarks runs preconditioned CG (its passes are Hessian products, the subsample's
+    Gram matrix preconditions them: :mod:`dsvm.svm._opening`): the full Gram matrix would be summed in
+    float64 over the active rows (``n_A k²`` flops) and projected by ``M`` (``4 k³``) at every refresh.
+    The store the cost model plans may differ on another cluster, so a resumed problem takes its
+    checkpoint's variant (:func:`_problem_hessian`).
     """
-    if est.hessian == "auto" and kind == "implicit" and opens:
+    if est.hessian == "auto" and kind == "implicit" and opens and fmap.n_components >= CG_MIN_ORDER:
         return "cg"
     # implicit features sum (k+1)² Gram matrices in float64: the "auto" choice weighs that size
     gram_order = fmap.n_components + 1 if kind == "implicit" else fmap.n_output + 1
     return resolve_hessian(est.hessian, X_rb.n_rows, gram_order, X_rb.is_distributed)
+
+
+def _problem_hessian(begun: _Begun, j: int, hessian: str) -> str:
+    """Problem ``j``'s Newton variant: the one its checkpoint was made with when it resumes (``"auto"`` may
+    choose otherwise on another machine), else ``hessian``."""
+    saved = None if begun.resume is None or j != begun.first else begun.resume.get("hessian")
+    return saved if saved in ("gram", "cg") else hessian
 
 
 def _with_hessian(prepare_problem: Callable, hessian: str) -> Callable:
@@ -334,7 +350,11 @@ def _problem_start(j, starts, opening, opened, begun: _Begun) -> Start:
 
 def _solve_problems(est, features, aligned, labels, make_operator, hessian, prepare_problem, problem_starts,
                     begun: _Begun, ckpt) -> list[dict]:
-    """Solve every problem not yet done (saving a checkpoint after each iteration and problem, if asked)."""
+    """Solve every problem not yet done (saving a checkpoint after each iteration and problem, if asked).
+
+    ``problem_starts`` is consumed: each entry is dropped once its solve has it (a Hessian estimate that
+    preconditions CG is ``(k+1)²`` numbers per problem).
+    """
     done = list(begun.done)
     r = begun.fmap.n_output
     for j, label in enumerate(labels):
@@ -352,7 +372,8 @@ def _solve_problems(est, features, aligned, labels, make_operator, hessian, prep
         with stage(f"{prefix}{est.solver} solve"):
             start = dataclasses.replace(problem_starts[j], on_state=on_state,
                                         deadline=_share_of(problem_starts[j].deadline, len(labels) - j))
-            res = solve_with(est, op, r + 1, hessian, start=start, label=prefix)
+            problem_starts[j] = None  # consumed: a Hessian estimate is (k+1)² numbers
+            res = solve_with(est, op, r + 1, _problem_hessian(begun, j, hessian), start=start, label=prefix)
         warn_if_not_converged(res, est.tol, prefix)
         done.append({"x": res.x, "objective": res.objective, "n_iter": res.n_iter,
                      "stats": {k: v for k, v in problem_stats(res, label, op).items() if k != "class"}})

@@ -60,6 +60,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import psutil
 import scipy.sparse as sp
 
 from .. import config
@@ -68,12 +69,11 @@ from ..blocks import (
     RowBlocks,
     aligned_vector,
     as_row_blocks,
-    available_memory,
     row_index_blocks,
     row_uniform,
 )
 from ..problems import FeatureStore, PassResult, opening_evaluations, opening_results
-from ..solvers import SUBSAMPLE_TOL, solve
+from ..solvers import MIXED_PRECISION_ORDER, SUBSAMPLE_TOL, solve
 from ._base import WARM_START_OPTIONS, block_rows_for
 
 logger = logging.getLogger(__name__)
@@ -211,19 +211,20 @@ def opening_size(n: int, p: int, k: int, r: int, options: dict, read_seconds: fl
     while read_seconds > 0 and 32 * m <= n and 4 * m * per_row <= 0.5 * read_seconds:
         m *= 4
     if hessian == "cg":
-        m = max(m, _cg_opening_size(n, r, per_row, read_seconds + 4.0 * n * r / rate))
-        # its features (float32, or float64: 8 bytes counted) are held in this process with its Gram matrix
-        m = max(subsample_size(n, r), min(m, int(CG_OPENING_MEMORY * available_memory() / (8.0 * r))))
+        # its features (float32, or float64: 8 bytes counted) are held in this process with its Gram matrix;
+        # bounded by the machine's memory, not what is free now, so that a fit's subsample does not vary
+        held = int(CG_OPENING_MEMORY * psutil.virtual_memory().total / (8.0 * r))
+        m = max(m, min(_cg_opening_size(n, r, per_row, read_seconds + 4.0 * n * r / rate), held))
     return m
 
 
 #: the CG variant's subsample grows to this many rows per feature (measured on the bumps problem: at
-#: 4 r per feature its start and preconditioner cost the solve 6–7 Newton iterations of up to 25 CG
-#: steps, at 16–20 r 4 iterations of 1–4 steps) ...
+#: 4 rows per feature its start and preconditioner cost the solve 6–7 Newton iterations of up to 25 CG
+#: steps, at 16–20 rows 4–5 iterations of 1–7 steps) ...
 CG_ROWS_PER_FEATURE = 16
 #: ... while it costs at most this many of the full problem's passes, as the cost model sees them,
 CG_OPENING_PASSES = 32
-#: and its features take at most this share of this process's available memory
+#: and its features take at most this share of the machine's memory
 CG_OPENING_MEMORY = 0.125
 
 
@@ -231,6 +232,15 @@ def _cg_opening_size(n: int, r: int, per_row: float, pass_seconds: float) -> int
     """The CG variant's subsample rows: :data:`CG_ROWS_PER_FEATURE` rows per feature, at most ``n / 16`` rows
     and :data:`CG_OPENING_PASSES` passes' cost (``per_row`` each)."""
     return int(min(CG_ROWS_PER_FEATURE * r, n // 16, CG_OPENING_PASSES * pass_seconds / per_row))
+
+
+def _estimate(res) -> np.ndarray | None:
+    """The subsample solve's Gram matrix at its solution (costs scaled by ``n / m``: an estimate of the full
+    problem's), float32 where the solver factors it in float32 anyway (half the memory held per problem)."""
+    if res.last_pass is None or res.last_pass.hess is None:
+        return None
+    H = res.last_pass.hess
+    return H.astype(np.float32) if H.shape[0] >= MIXED_PRECISION_ORDER else H
 
 
 def _finite(X) -> bool:
@@ -273,10 +283,7 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
                         max_iter=30, hessian=sub_hessian, label=prefix + "[subsample] ", options=options)
             xs.append(res.x)
             iters.append(res.n_iter)
-            if hessian == "cg" and sub_hessian == "gram" and res.last_pass is not None:
-                estimates.append(res.last_pass.hess)  # costs scaled by n / m: an estimate of the full problem's
-            else:
-                estimates.append(None)
+            estimates.append(_estimate(res) if hessian == "cg" and sub_hessian == "gram" else None)
     rows_for_passes = FeatureStore.request_rows(X, fmap, kind)
     ops = [make_operator(rows_for_passes, aligned, j) for j in range(len(labels))]
     seconds = time.perf_counter() - t0

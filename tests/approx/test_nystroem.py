@@ -319,3 +319,29 @@ def test_many_landmarks_get_the_cholesky_map_unless_they_are_dependent(monkeypat
     np.testing.assert_allclose(F @ F.T, Fe @ Fe.T, atol=1e-8)  # the same feature space
     dependent = fit_feature_map(np.vstack([L, L[:3]]), spec, dtype=np.float64)
     assert dependent.normalization.shape[0] <= 40 < dependent.normalization.shape[1]  # eigen map: cut
+    # independent enough for the Cholesky factor's pivots, yet with eigenvalues the eigen map cuts: eigen map
+    crowded = rng.normal(size=(600, 5))
+    K = nystroem.kernel_matrix(crowded, crowded, spec)
+    eigenvalues = np.linalg.eigvalsh(K)
+    assert eigenvalues[0] < 1e-6 * eigenvalues[-1]
+    assert np.diagonal(np.linalg.cholesky(K + 0.0)).min() ** 2 > 1e-6  # the pivot test alone would pass
+    fmap = fit_feature_map(crowded, spec)  # float32: eig_rtol 1e-6
+    assert fmap.normalization.shape[0] < 600 and np.triu(fmap.normalization, 1).any()
+
+
+@pytest.mark.parametrize("method", ["eigen", "cholesky"])
+def test_landmark_weights_represent_a_function_of_the_first_landmarks_in_a_larger_map(method):
+    from dsvm.approx import landmark_weights
+
+    rng = np.random.default_rng(9)
+    L, X = rng.normal(size=(40, 4)), rng.normal(size=(100, 4))
+    spec = make_kernel_spec("rbf", 0.3)
+    fmap = fit_feature_map(L, spec, dtype=np.float64, method=method)
+    assert (not np.triu(fmap.normalization, 1).any()) == (method == "cholesky")
+    alpha = rng.normal(size=(2, 25))  # two functions of the first 25 landmarks
+    w = landmark_weights(alpha, fmap.normalization, fmap.eigenvalues)
+    assert w.shape == (2, fmap.n_output)
+    np.testing.assert_allclose(fmap.transform_block(X) @ w.T, rbf_kernel(X, L[:25], gamma=0.3) @ alpha.T,
+                               atol=1e-6)
+    batched = landmark_weights(alpha[None], fmap.normalization, fmap.eigenvalues)  # leading axes kept
+    np.testing.assert_allclose(batched[0], w)

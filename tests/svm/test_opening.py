@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import dask
 import dask.array as da
 import numpy as np
@@ -106,10 +107,13 @@ def test_the_cg_variants_subsample_grows_to_sixteen_rows_per_feature_within_its_
     cg = opening_size(n, p, 4000, 4000, {}, pass_s, "cg")
     assert gram == 16_000 and cg == n // 16  # 16 r would be 64,000: n / 16 bounds it
     assert opening_size(n, p, 1000, 1000, {}, pass_s, "cg") == 16_000
-    assert opening_size(n, p, 1000, 1000, {}, 1e-3, "cg") == 10_000  # passes that cost little: the least size
+    # passes that cost little (F in memory, k = 4000): the Gram variant's size, not more
+    assert opening_size(n, p, 4000, 4000, {}, 0.0, "cg") == opening_size(n, p, 4000, 4000, {}, 0.0, "gram") == 16_000
     assert opening_size(n, p, 1000, 1000, {"warm_rows": 5000}, pass_s, "cg") == 5000  # asked for: kept
     assert opening_size(n, p, 1000, 1000, {"warm_start": "none"}, pass_s, "cg") is None
     assert opening_size(30_000, p, 1000, 1000, {}, pass_s, "cg") is None
+    # asked for a subsample where "auto" would take none (n < 4 m): the least size, not an error
+    assert opening_size(20_000, p, 100, 100, {"warm_start": "subsample"}, 0.0, "cg") == 10_000
 
 
 @pytest.mark.parametrize("store", ["memory", "implicit"])
@@ -127,8 +131,13 @@ def test_cg_opens_from_the_subsample_whose_gram_matrix_preconditions_it(store):
     assert steps[1] < steps[0] / 2, steps
 
 
-def test_auto_runs_preconditioned_cg_over_implicit_features_that_open_from_a_subsample():
+def test_auto_runs_preconditioned_cg_over_implicit_features_that_open_from_a_subsample(monkeypatch):
+    import dsvm.svm._fitting as fitting
+
     X, y = make_circles_problem(n=N, seed=5)
+    below = NystroemSVC(**PARAMS, feature_store="implicit").fit(X, y)
+    assert below.solver_stats_["hessian"] == "gram"  # k = 60: below CG_MIN_ORDER
+    monkeypatch.setattr(fitting, "CG_MIN_ORDER", 60)  # as at k >= 1000, on a small problem
     opened = NystroemSVC(**PARAMS, feature_store="implicit").fit(X, y)
     assert opened.solver_stats_["hessian"] == "cg" and "opening" in opened.solver_stats_
     stored = NystroemSVC(**PARAMS, feature_store="memory").fit(X, y)
@@ -136,3 +145,41 @@ def test_auto_runs_preconditioned_cg_over_implicit_features_that_open_from_a_sub
     np.testing.assert_allclose(opened.objective_, stored.objective_, rtol=1e-9)
     alone = NystroemSVC(**{**PARAMS, "solver_options": {"warm_start": "none"}}, feature_store="implicit").fit(X, y)
     assert alone.solver_stats_["hessian"] == "gram"  # no subsample, no preconditioner: CG would take many passes
+
+
+class _InterruptFullSolve(logging.Handler):
+    """KeyboardInterrupt when the full solve (not the subsample's) logs its first iteration."""
+
+    def emit(self, record):
+        message = record.getMessage()
+        if "newton it=1 " in message and "[subsample]" not in message:
+            raise KeyboardInterrupt
+
+
+def test_a_resumed_one_vs_rest_fit_solves_its_other_problems_by_the_gram_matrix(tmp_path, monkeypatch):
+    import dsvm.svm._fitting as fitting
+
+    monkeypatch.setattr(fitting, "CG_MIN_ORDER", 10)  # CG over implicit features at this small k
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(N, 4))
+    y = np.digitize(X[:, 0] + 0.5 * np.sin(3 * X[:, 1]), [-0.5, 0.5])  # three classes
+    params = {**PARAMS, "feature_store": "implicit"}
+    fresh = NystroemSVC(**params).fit(X, y)
+    assert {p["method"] for p in fresh.solver_stats_["problems"]} == {"newton-cg"}
+    ckpt = tmp_path / "fit.ckpt.npz"
+    log = logging.getLogger("dsvm.solvers._newton")
+    handler, level = _InterruptFullSolve(), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y)
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+    resumed = NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y)
+    # the interrupted problem resumes as it began (preconditioned CG, its estimate from the checkpoint); the
+    # others have no subsample solve to precondition CG, so they take the Gram matrix
+    assert [p["method"] for p in resumed.solver_stats_["problems"]] == ["newton-cg", "newton-gram", "newton-gram"]
+    np.testing.assert_allclose(resumed.objective_, fresh.objective_, rtol=1e-9)
+    np.testing.assert_allclose(resumed.objective_[0], fresh.objective_[0], rtol=1e-12)
