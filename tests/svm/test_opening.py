@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+
 import dask
 import dask.array as da
 import numpy as np
