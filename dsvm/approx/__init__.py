@@ -23,15 +23,8 @@ from ._landmarks import (
     select_landmarks,
     warn_if_few_distinct,
 )
-from ._nystroem import (
-    FeatureMap,
-    check_expansion,
-    check_features,
-    default_eig_rtol,
-    fit_feature_map,
-    landmark_weights,
-    nystroem_normalization,
-)
+from ._normalization import default_eig_rtol, landmark_weights, nystroem_normalization
+from ._nystroem import FeatureMap, check_expansion, check_features, fit_feature_map
 from ._scaling import SCALINGS, Scaling, check_scale, fit_scaling
 
 __all__ = [

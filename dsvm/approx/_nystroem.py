@@ -48,7 +48,6 @@ import scipy.linalg.blas
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
-from ..blas import blas_for_order
 from ..checks import all_finite, first_non_finite_row
 from ..exceptions import NonFiniteError
 from . import _kernels as kernels
@@ -60,6 +59,13 @@ from ._kernels import (
     kernel_rows,
     kernel_slab,
     prepare_landmarks,
+)
+from ._normalization import (
+    _is_lower_triangular,
+    _no_eigenvalue_cut,
+    cholesky_normalization,
+    default_eig_rtol,
+    nystroem_normalization,
 )
 
 logger = logging.getLogger(__name__)
@@ -75,107 +81,6 @@ def slab_rows(k: int, itemsize: int) -> int:
     """Rows of one kernel slab of the fused transform: about :data:`SLAB_BYTES`, between 64 and
     :data:`MAX_SLAB_ROWS`."""
     return int(min(MAX_SLAB_ROWS, max(64, SLAB_BYTES // max(1, k * itemsize))))
-
-
-DEFAULT_EIG_RTOL = {np.dtype(np.float32): 1e-6, np.dtype(np.float64): 1e-10}
-
-
-def default_eig_rtol(dtype) -> float:
-    """Relative eigenvalue cut-off used when ``eig_rtol=None``.
-
-    Eigen-directions with ``λ < rtol · λ_max`` carry only rounding noise of the
-    kernel evaluation, amplified by ``λ^{-1/2}``; float32 features warrant a
-    larger cut-off than float64 ones.
-    """
-    return DEFAULT_EIG_RTOL.get(np.dtype(dtype), 1e-10)
-
-
-def nystroem_normalization(K_LL: np.ndarray, eig_rtol: float) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(normalization, eigenvalues)`` for a landmark kernel matrix.
-
-    Parameters
-    ----------
-    K_LL : ndarray of shape (k, k)
-        Kernel matrix of the landmarks (symmetrised here).
-    eig_rtol : float
-        Eigenvalues ``<= eig_rtol * max(eigenvalue)`` are dropped.
-
-    Returns
-    -------
-    normalization : ndarray of shape (r, k)
-        ``Λ_r^{-1/2} V_rᵀ``, eigen-directions in decreasing eigenvalue order.
-    eigenvalues : ndarray of shape (r,)
-        The kept eigenvalues, decreasing.
-    """
-    K = 0.5 * (K_LL + K_LL.T)
-    with blas_for_order(K.shape[0]):
-        lam, V = np.linalg.eigh(K)
-    lam, V = lam[::-1], V[:, ::-1]
-    lam_max = lam[0] if lam.size else 0.0
-    if not np.isfinite(lam_max) or lam_max <= 0:
-        raise ValueError(
-            "the landmark kernel matrix has no positive eigenvalue; the kernel parameters "
-            "(gamma, coef0, degree) make every landmark look alike or the kernel is not usable"
-        )
-    keep = lam > eig_rtol * lam_max
-    r = int(keep.sum())
-    if r < lam.size:
-        logger.info(
-            "Nystroem: kept %d of %d eigen-directions (dropped eigenvalues <= %.3g * %.4g)",
-            r, lam.size, eig_rtol, lam_max,
-        )
-    lam_r, V_r = lam[:r], V[:, :r]
-    # Deterministic sign: the largest-magnitude entry of each eigenvector is positive.
-    signs = np.sign(V_r[np.argmax(np.abs(V_r), axis=0), np.arange(r)])
-    signs[signs == 0] = 1.0
-    V_r = V_r * signs
-    return (V_r / np.sqrt(lam_r)).T.copy(), lam_r
-
-
-def cholesky_normalization(K_LL: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(normalization, pivots)`` of the Cholesky map: ``normalization = R⁻ᵀ`` (lower
-    triangular, ``k x k``) with ``K_LL = Rᵀ R``, and ``pivots = diag(R)²`` (positive).
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        If ``K_LL`` is not numerically positive definite, or a landmark adds less
-        than ``rtol`` times the largest diagonal to the span of those before it
-        (``R⁻¹`` would amplify the kernel's rounding as the eigen map's cut-off prevents).
-    """
-    K = 0.5 * (K_LL + K_LL.T)
-    with blas_for_order(K.shape[0]):
-        R = scipy.linalg.cholesky(K, lower=False, check_finite=False)
-        pivots = np.diagonal(R) ** 2
-        if pivots.size and not pivots.min() > rtol * np.diagonal(K).max():
-            raise np.linalg.LinAlgError("a landmark is numerically dependent on the ones before it")
-        R_inv, info = scipy.linalg.lapack.dtrtri(R, lower=0)  # k³/3 flops, a third of a solve against I
-    if info != 0:
-        raise np.linalg.LinAlgError(f"the Cholesky factor of K(L, L) is singular (LAPACK dtrtri info={info})")
-    return np.ascontiguousarray(R_inv.T), pivots
-
-
-def _is_lower_triangular(normalization: np.ndarray) -> bool:
-    r, k = normalization.shape
-    return r == k and not np.triu(normalization, 1).any()
-
-
-def landmark_weights(alpha: np.ndarray, normalization: np.ndarray, eigenvalues: np.ndarray) -> np.ndarray:
-    """Feature weights ``w`` (last axis) with ``M w = α``: a function ``Σ_i α_i K(·, l_i)`` of a map's first
-    landmarks (``α`` may cover fewer than the map has: zero on the others) in that map's features.
-
-    ``w = R α`` for the Cholesky map (``M = R⁻¹``, ``normalization = R⁻ᵀ``); ``w = Λ^{1/2} Vᵀ α`` for the
-    eigen map (``M⁺ α``: the function kept up to the eigenvalue cut-off).
-    """
-    alpha = np.asarray(alpha, dtype=np.float64)
-    N = np.asarray(normalization, dtype=np.float64)
-    if _is_lower_triangular(N):
-        padded = np.zeros(alpha.shape[:-1] + (N.shape[1],))
-        padded[..., : alpha.shape[-1]] = alpha
-        flat = padded.reshape(-1, N.shape[1])
-        w = scipy.linalg.solve_triangular(N.T, flat.T, lower=False, check_finite=False).T
-        return w.reshape(padded.shape)
-    return (alpha @ N[:, : alpha.shape[-1]].T) * eigenvalues
 
 
 @dataclass
@@ -492,38 +397,6 @@ def fit_feature_map(
     normalization, lam = nystroem_normalization(K_LL, rtol)
     return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                    dtype=np.dtype(dtype)))
-
-
-#: power iterations of the condition estimate of :func:`_no_eigenvalue_cut`
-CONDITION_ITERATIONS = 20
-
-
-def _no_eigenvalue_cut(K_LL: np.ndarray, normalization: np.ndarray, rtol: float) -> bool:
-    """Whether no eigenvalue of ``K(L, L)`` is below ``rtol`` times the largest, as the eigen map would cut:
-    then the Cholesky map spans the same features (its pivots alone do not say so).
-
-    ``λ_max`` and ``1 / λ_min = ‖R⁻¹‖²`` are estimated by power iterations on ``K`` and on
-    ``R⁻¹ R⁻ᵀ = Nᵀ N`` (``O(k²)`` each, float32): an estimate from below, not a proof.
-    """
-    with blas_for_order(K_LL.shape[0]):
-        lam_max = _largest_eigenvalue(np.asarray(K_LL, dtype=np.float32), lambda A, v: A @ v)
-        inv_min = _largest_eigenvalue(np.asarray(normalization, dtype=np.float32), lambda N, v: N.T @ (N @ v))
-    return np.isfinite(lam_max * inv_min) and lam_max * inv_min * rtol <= 1.0
-
-
-def _largest_eigenvalue(A: np.ndarray, product) -> float:
-    """The largest eigenvalue of the symmetric positive semidefinite operator ``product(A, ·)`` by
-    :data:`CONDITION_ITERATIONS` power iterations from a seeded start."""
-    v = np.random.default_rng(0).standard_normal(A.shape[1]).astype(A.dtype)
-    v /= np.linalg.norm(v)
-    estimate = 0.0
-    for _ in range(CONDITION_ITERATIONS):
-        v = product(A, v)
-        estimate = float(np.linalg.norm(v))
-        if not np.isfinite(estimate) or estimate == 0.0:
-            return estimate
-        v /= estimate
-    return estimate
 
 
 def _checked_map(fmap: FeatureMap) -> FeatureMap:

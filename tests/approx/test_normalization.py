@@ -1,0 +1,53 @@
+"""The Nyström maps of K(L, L) (dsvm.approx._normalization): when the Cholesky map stands in for the eigen
+map, and a landmark function's weights in either."""
+
+import numpy as np
+import pytest
+from sklearn.metrics.pairwise import rbf_kernel
+
+from dsvm.approx import fit_feature_map, make_kernel_spec
+
+
+def test_many_landmarks_get_the_cholesky_map_unless_they_are_dependent(monkeypatch):
+    import dsvm.approx._nystroem as nystroem
+
+    monkeypatch.setattr(nystroem, "EIGEN_MAP_MAX_ORDER", 30)  # as at k > 2048, on a small problem
+    rng = np.random.default_rng(8)
+    L, X = rng.normal(size=(40, 5)), rng.normal(size=(200, 5))
+    spec = make_kernel_spec("rbf", 0.2)
+    many = fit_feature_map(L, spec, dtype=np.float64)  # method "eigen" asked for: uniform landmarks
+    assert not np.triu(many.normalization, 1).any() and many.normalization.shape == (40, 40)
+    few = fit_feature_map(L[:30], spec, dtype=np.float64)  # at the bound: the eigen map
+    assert np.triu(few.normalization, 1).any()
+    eig = nystroem.nystroem_normalization(nystroem.kernel_matrix(L, L, spec), 1e-10)[0]
+    Fe = rbf_kernel(X, L, gamma=0.2) @ eig.T
+    F = many.transform_block(X)
+    np.testing.assert_allclose(F @ F.T, Fe @ Fe.T, atol=1e-8)  # the same feature space
+    dependent = fit_feature_map(np.vstack([L, L[:3]]), spec, dtype=np.float64)
+    assert dependent.normalization.shape[0] <= 40 < dependent.normalization.shape[1]  # eigen map: cut
+    # independent enough for the Cholesky factor's pivots, yet with eigenvalues the eigen map cuts: eigen map
+    crowded = rng.normal(size=(600, 5))
+    K = nystroem.kernel_matrix(crowded, crowded, spec)
+    eigenvalues = np.linalg.eigvalsh(K)
+    assert eigenvalues[0] < 1e-6 * eigenvalues[-1]
+    assert np.diagonal(np.linalg.cholesky(K + 0.0)).min() ** 2 > 1e-6  # the pivot test alone would pass
+    fmap = fit_feature_map(crowded, spec)  # float32: eig_rtol 1e-6
+    assert fmap.normalization.shape[0] < 600 and np.triu(fmap.normalization, 1).any()
+
+
+@pytest.mark.parametrize("method", ["eigen", "cholesky"])
+def test_landmark_weights_represent_a_function_of_the_first_landmarks_in_a_larger_map(method):
+    from dsvm.approx import landmark_weights
+
+    rng = np.random.default_rng(9)
+    L, X = rng.normal(size=(40, 4)), rng.normal(size=(100, 4))
+    spec = make_kernel_spec("rbf", 0.3)
+    fmap = fit_feature_map(L, spec, dtype=np.float64, method=method)
+    assert (not np.triu(fmap.normalization, 1).any()) == (method == "cholesky")
+    alpha = rng.normal(size=(2, 25))  # two functions of the first 25 landmarks
+    w = landmark_weights(alpha, fmap.normalization, fmap.eigenvalues)
+    assert w.shape == (2, fmap.n_output)
+    np.testing.assert_allclose(fmap.transform_block(X) @ w.T, rbf_kernel(X, L[:25], gamma=0.3) @ alpha.T,
+                               atol=1e-6)
+    batched = landmark_weights(alpha[None], fmap.normalization, fmap.eigenvalues)  # leading axes kept
+    np.testing.assert_allclose(batched[0], w)
