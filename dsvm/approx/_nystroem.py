@@ -329,9 +329,9 @@ def _fused_transform(X: np.ndarray, prep: PreparedLandmarks, M: np.ndarray, trmm
 FEATURE_MAPS = ("eigen", "cholesky")
 
 #: above this many landmarks the Cholesky map is tried first whatever the method: the eigendecomposition
-#: of ``K(L, L)`` (~9 k³ flops, much of it memory-bound) takes about a minute at k = 8000 on two cores, the
-#: Cholesky factor and its inverse seconds; the eigen map stays where ``K(L, L)`` does not factor or has
-#: eigenvalues the eigen map would cut (:func:`_no_eigenvalue_cut`)
+#: of ``K(L, L)`` (~9 k³ flops, much of it memory-bound) costs many times the Cholesky factor and its
+#: inverse (``2 k³/3``); the eigen map stays where ``K(L, L)`` does not factor or has eigenvalues the eigen
+#: map would cut (:func:`_no_eigenvalue_cut`)
 EIGEN_MAP_MAX_ORDER = 2048
 
 

@@ -58,6 +58,11 @@ MAX_BACKTRACKS = 20
 SUBSAMPLE_TOL = 1e-2  # a warm start needs the active set roughly right, not a tight optimum
 
 
+#: the largest Newton system (order ``k + 1``) the Gram variant is chosen for: its ``(k+1)²`` partial sums
+#: must stay small
+GRAM_MAX_DIM = 8192
+
+
 def choose_hessian(n_rows: int, dim: int, distributed: bool) -> str:
     """Pick ``"gram"`` or ``"cg"`` for the Newton direction by a rough cost model.
 
@@ -74,7 +79,7 @@ def choose_hessian(n_rows: int, dim: int, distributed: bool) -> str:
     local scheduler, 50 ms on a cluster).  The ``k x k`` partial sums must
     also stay small: above ``k = 8192`` CG is always chosen.
     """
-    if dim > 8192:
+    if dim > GRAM_MAX_DIM:
         return "cg"
     gemm, fact, bw = 2e11, 6e10, 1e10
     latency = 0.05 if distributed else 0.01

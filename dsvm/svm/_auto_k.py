@@ -144,7 +144,8 @@ def start_from(earlier) -> Callable:
         k = old.n_components
         if fmap.n_components < k or not np.array_equal(fmap.components[:k], old.components):
             return None
-        return [np.append(w, b) for w, b in zip(landmark_weights(alpha, fmap.normalization, fmap.eigenvalues), earlier.intercept)]
+        weights = landmark_weights(alpha, fmap.normalization, fmap.eigenvalues)
+        return [np.append(w, b) for w, b in zip(weights, earlier.intercept)]
 
     return start
 

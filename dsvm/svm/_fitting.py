@@ -302,8 +302,8 @@ def _persist_for_passes(X_rb: RowBlocks, aligned, kind: str):
     return X_rb, [a.persist() if a is not None else None for a in aligned]
 
 
-#: from this many landmarks ``"auto"`` takes preconditioned CG over implicit features (measured on the bumps
-#: problem: at k = 1000 as fast as the Gram matrix or faster, at k = 200 it makes about 2.5 times the passes)
+#: from this many landmarks ``"auto"`` takes preconditioned CG over implicit features; below it the Gram
+#: matrix costs fewer passes (the performance page's design measurements)
 CG_MIN_ORDER = 1000
 
 

@@ -42,7 +42,7 @@ subsample's in-memory features out (:func:`subsample_problem`), so its passes
 read ``m`` rows, not ``n`` (for the Gram variant only, under ``"auto"``).
 
 With ``hessian="cg"`` the subsample is still solved by Cholesky (up to an order of
-:data:`GRAM_MAX_ORDER`), and its Gram matrix at its solution — costs scaled by
+:data:`dsvm.solvers.GRAM_MAX_DIM`), and its Gram matrix at its solution — costs scaled by
 ``n / m``, so an estimate of the full problem's — is factored once and
 preconditions every CG solve of the full problem (FALKON's idea: a Nyström
 preconditioner from a sample of the rows; here a sample of the rows active at
@@ -64,16 +64,9 @@ import psutil
 import scipy.sparse as sp
 
 from .. import config
-from ..blocks import (
-    BlockReduction,
-    RowBlocks,
-    aligned_vector,
-    as_row_blocks,
-    row_index_blocks,
-    row_uniform,
-)
+from ..blocks import BlockReduction, RowBlocks, aligned_vector, as_row_blocks, row_index_blocks, row_uniform
 from ..problems import FeatureStore, PassResult, opening_evaluations, opening_results
-from ..solvers import MIXED_PRECISION_ORDER, SUBSAMPLE_TOL, solve
+from ..solvers import GRAM_MAX_DIM, MIXED_PRECISION_ORDER, SUBSAMPLE_TOL, solve
 from ._base import WARM_START_OPTIONS, block_rows_for
 
 logger = logging.getLogger(__name__)
@@ -156,10 +149,6 @@ def warm_start_problem(features: RowBlocks, aligned, *, hessian: str, options: d
     return None if rows is None else subsample_problem(features, rows)
 
 
-#: the largest Newton system the subsample solve factors (as :func:`dsvm.solvers.choose_hessian` bounds the Gram
-#: variant); above it the subsample solve runs CG too, without a Hessian estimate for the full solve
-GRAM_MAX_ORDER = 8193
-
 #: the subsample solve is counted as this many Gram matrices over its rows, besides its features (the first
 #: over all its rows, then updates)
 SUBSAMPLE_GRAM_PASSES = 2
@@ -218,9 +207,8 @@ def opening_size(n: int, p: int, k: int, r: int, options: dict, read_seconds: fl
     return m
 
 
-#: the CG variant's subsample grows to this many rows per feature (measured on the bumps problem: at
-#: 4 rows per feature its start and preconditioner cost the solve 6–7 Newton iterations of up to 25 CG
-#: steps, at 16–20 rows 4–5 iterations of 1–7 steps) ...
+#: the CG variant's subsample grows to this many rows per feature: it is the solve's start and its
+#: preconditioner, both better with more rows per feature (the performance page, bench_k) ...
 CG_ROWS_PER_FEATURE = 16
 #: ... while it costs at most this many of the full problem's passes, as the cost model sees them,
 CG_OPENING_PASSES = 32
@@ -275,7 +263,7 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
         options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
         xs, iters, estimates = [], [], []
         # the subsample is in this process: its Newton systems by Cholesky while the Gram matrix is small
-        sub_hessian = "gram" if r + 1 <= GRAM_MAX_ORDER else hessian
+        sub_hessian = "gram" if r + 1 <= GRAM_MAX_DIM else hessian
         for j, label in enumerate(labels):
             plain = label.item() if hasattr(label, "item") else label
             prefix = f"[class {plain!r}] " if len(labels) > 1 else ""
