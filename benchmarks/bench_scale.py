@@ -22,7 +22,7 @@ ratio of fit times and the largest coefficient difference.
 Usage::
 
     python benchmarks/bench_scale.py [--rows 10000000] [-k 1000] [--workdir /path/with/60GB]
-                                     [--feature-store auto|disk|memory|recompute|implicit|disk,implicit]
+                                     [--feature-store auto|disk|memory|recompute|implicit|disk,implicit|implicit:gram]
                                      [--problem classification|bumps]
     python benchmarks/bench_scale.py --compare-numpy [--rows 1000000] [-k 500] [--rounds 5]
 
@@ -145,7 +145,9 @@ def scale_run(args, workdir: Path, ds, store: str) -> dict:
         memory.start()
         scratch.start()
         t_fit = time.perf_counter()
-        model = dsvm.NystroemSVC(C=1.0, n_components=args.k, random_state=0, feature_store=store).fit(ds)
+        store, _, hessian = store.partition(":")
+        model = dsvm.NystroemSVC(C=1.0, n_components=args.k, random_state=0, feature_store=store,
+                                 hessian=hessian or "auto").fit(ds)
         result["fit_s"] = time.perf_counter() - t_fit
         for sampler in (memory, scratch):
             sampler.stop.set()
@@ -307,7 +309,8 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=None, help="default 1000 (500 with --compare-numpy)")
     ap.add_argument("--feature-store", default="auto",
                     help="the estimator's feature_store, or several separated by commas, each fitted on the same "
-                         "dataset in turn and compared with the first (e.g. disk,implicit; default auto)")
+                         "dataset in turn and compared with the first (e.g. disk,implicit; default auto); "
+                         "STORE:HESSIAN also sets the Newton variant (e.g. implicit:cg,implicit:gram)")
     ap.add_argument("--problem", choices=("classification", "bumps"), default="classification",
                     help="make_classification_zarr's data, or make_bumps_zarr's (harder: accuracy rises with k)")
     ap.add_argument("--compare-numpy", action="store_true", help="the 1M benchmark: cluster vs numpy, alternated")

@@ -390,13 +390,16 @@ def kernel_rows(X, prep: PreparedLandmarks) -> np.ndarray:
 def kernel_slab(rows: np.ndarray, prep: PreparedLandmarks, out: np.ndarray) -> np.ndarray:
     """``K(rows, landmarks)`` into ``out`` (``len(rows) x k``, ``prep.dtype``): one GEMM, then element-wise in place.
 
-    ``rows`` come from :func:`kernel_rows`.  A squared distance is never
-    negative, so the RBF exponent is clipped at 0 (rounding can make it
-    slightly positive for a row equal to a landmark).
+    ``rows`` come from :func:`kernel_rows`.  Rounding can leave the RBF exponent
+    slightly positive for a row next to a landmark.  In float64 it is clipped at
+    0, so a kernel value never exceeds 1; in float32 it is not: the clip costs as
+    much as the exp, and what it removes (``1 + O(γ ε ‖x − s‖²)``) is within the
+    rounding the float32 distance carries anyway.
     """
     if prep.augmented is not None:
         np.matmul(rows, prep.augmented, out=out)
-        np.minimum(out, 0.0, out=out)
+        if out.dtype == np.float64:
+            np.minimum(out, 0.0, out=out)
         np.exp(out, out=out)
         return out
     np.matmul(rows, prep.landmarks.T, out=out)

@@ -55,12 +55,15 @@ class KernelRows:
 
     def __init__(self, X_block, kernel):
         self.X, self.kernel = X_block, kernel
+        #: the input rows these kernel values are computed from: what the block's margin cache is keyed by
+        self.source = X_block
         self.dtype = np.dtype(kernel.dtype)
         k = kernel.components.shape[0]
         self.shape = (X_block.shape[0], k)
         self.slab_rows = int(min(8192, max(256, KERNEL_SLAB_BYTES // (k * self.dtype.itemsize))))
 
-    def __getitem__(self, rows: slice) -> np.ndarray:
+    def __getitem__(self, rows) -> np.ndarray:
+        """The kernel values of ``rows`` (a slice, or an index array of the rows wanted)."""
         return self.kernel.kernel_block(self.X[rows])
 
     def __array__(self, dtype=None, copy=None):

@@ -30,34 +30,10 @@ would only repeat it, from a worker process, in Python's two-line form.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from ..blocks import thread_buffer
+from ._gram import SLAB_ROWS, GramDelta, _GramSum
 from ._margin_cache import MarginCache
-
-SLAB_ROWS = 8192
-
-#: scratch arrays up to this size are kept by their thread (at r = 1000 all three of a Gram sum: 45 MB in
-#: all); larger ones, whose page faults are small next to their products, are made afresh each time
-SCRATCH_KEEP_BYTES = 32 * 2**20
-
-
-def _thread_scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """A scratch array of this thread's (:func:`~dsvm.blocks.thread_buffer`), reused by its next pass; its
-    content is left as it was.
-
-    Fresh arrays of megabytes per block are page-faulted in again every time: glibc maps large arrays
-    afresh and unmaps them when freed (from 16 MiB on the workers dsvm starts, from 128 KiB under Dask's
-    own malloc setting), and a fault or unmap stalls the worker's other threads.  Arrays over
-    :data:`SCRATCH_KEEP_BYTES` are not kept.
-    """
-    dtype = np.dtype(dtype)
-    need = int(np.prod(shape)) * dtype.itemsize
-    if need > SCRATCH_KEEP_BYTES:
-        return np.empty(shape, dtype=dtype)
-    return thread_buffer(need, f"scratch-{name}")[:need].view(dtype).reshape(shape)
 
 
 def labels_pm1(codes: np.ndarray, positive: int) -> np.ndarray:
@@ -78,255 +54,6 @@ def margins(F: np.ndarray, x: np.ndarray) -> np.ndarray:
     w = x[:-1].astype(F.dtype, copy=False)
     return (F @ w).astype(np.float64) + x[-1]
 
-
-def tdot(F: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``Fᵀ v`` accumulated in float64 over row slabs (v float64, length n)."""
-    n = F.shape[0]
-    out = np.zeros(F.shape[1], dtype=np.float64)
-    vv = v.astype(F.dtype, copy=False)
-    for s in range(0, n, SLAB_ROWS):
-        out += F[s : s + SLAB_ROWS].T @ vv[s : s + SLAB_ROWS]
-    return out
-
-
-@functools.lru_cache(maxsize=2)
-def _triangle_positions(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flat positions in an ``n x n`` C-ordered matrix of its upper triangle (row by row) and of the
-    mirrored lower entries; cached because every pass of a solve packs matrices of the same size."""
-    rows, cols = np.triu_indices(n)
-    dtype = np.int32 if n * n < 2**31 else np.int64
-    upper, lower = (rows * n + cols).astype(dtype), (cols * n + rows).astype(dtype)
-    upper.setflags(write=False)
-    lower.setflags(write=False)
-    return upper, lower
-
-
-def pack_symmetric(A: np.ndarray, dtype) -> np.ndarray:
-    """The upper triangle of a symmetric matrix, row by row, in ``dtype``.
-
-    Partial Gram matrices travel from the workers in this form: half the
-    entries, and in the features' precision (a float32 block's Gram holds no
-    more than float32 accuracy anyway) — a quarter of the bytes for float32.
-    """
-    upper, _ = _triangle_positions(A.shape[0])
-    return np.ascontiguousarray(A).reshape(-1).take(upper).astype(dtype, copy=False)
-
-
-def unpack_symmetric(packed: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`pack_symmetric`, in float64."""
-    n = int((np.sqrt(8 * packed.size + 1) - 1) / 2)
-    upper, lower = _triangle_positions(n)
-    A = np.zeros((n, n))
-    flat = A.reshape(-1)
-    flat[upper] = packed
-    flat[lower] = packed
-    return A
-
-
-def scaled_rows(F: np.ndarray, rows: np.ndarray, c: np.ndarray, dtype=None) -> tuple[np.ndarray, np.ndarray]:
-    """``(sqrt(c) F[rows], sqrt(c))`` for the rows of a Gram update (a copy, in ``dtype``: default F's)."""
-    sc = np.sqrt(c[rows])
-    S = F[rows]
-    if dtype is not None and np.dtype(dtype) != S.dtype:
-        S = S.astype(dtype)
-    S *= sc[:, None].astype(S.dtype)
-    return S, sc
-
-
-class _GramSum:
-    """Signed sum ``Σ ± c_i [f_i 1]ᵀ[f_i 1]`` over the rows pushed: products in the features' dtype, summed in float64.
-
-    Rows are scaled by ``sqrt(c_i)`` and buffered; each batch of up to
-    :data:`SLAB_ROWS` rows becomes at most two symmetric products (SYRK), one
-    for the rows added and one for the rows removed, so an update by a
-    handful of rows that entered or left the active set costs a small
-    product per block, not two ``(r+1)²`` float64 temporaries per slab.  Two
-    SYRKs do half the flops of one signed GEMM (which would also need a scaled
-    copy of the rows).  Each product is added in place to a float64 total.
-
-    Rows added with one cost (no sample weights, one cost per class: the
-    common case) are copied once, unscaled, into a buffer of
-    :data:`SLAB_ROWS` rows that is reused (one per thread, kept across
-    passes), and their product is scaled by the cost afterwards: the SYRK of
-    the opening's full Gram matrix then costs one copy of the active rows,
-    not three (gather, scale, join).  The buffer, the product and the total
-    are the thread's scratch arrays (:func:`_thread_scratch`), so one sum per
-    thread at a time; :meth:`result` hands out a copy.
-    """
-
-    def __init__(self, r: int, dtype):
-        self.r, self.dtype = r, np.dtype(dtype)
-        # buffered (sqrt(c)-scaled rows, sqrt(c)) per sign: rows added (+1) and removed (-1)
-        self.parts: dict[float, list[tuple[np.ndarray, np.ndarray]]] = {1.0: [], -1.0: []}
-        self.n_buffered = 0
-        self.total = None
-        # unscaled rows added with the one cost self._cost, gathered into self._rows
-        self._rows: np.ndarray | None = None
-        self._n_rows = 0
-        self._cost = 0.0
-
-    def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float = 1.0) -> None:
-        """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
-        if not rows.any():
-            return
-        if sign > 0:
-            idx = np.flatnonzero(rows)
-            cost = c[idx]
-            if (cost == cost[0]).all():
-                self._gather(F, idx, float(cost[0]))
-                return
-        self.add_scaled(*scaled_rows(F, rows, c, self.dtype), sign)
-
-    def _gather(self, F: np.ndarray, idx: np.ndarray, cost: float) -> None:
-        """Copy the rows ``F[idx]`` (all of cost ``cost``) into the buffer, taking its product when it is full."""
-        if self._rows is None:
-            self._rows = _thread_scratch("gram_rows", (SLAB_ROWS, self.r), self.dtype)
-        if self._n_rows and cost != self._cost:
-            # rows of the earlier cost join the scaled batch (a copy: the buffer is reused), so that a cost
-            # changing from slab to slab does not cost one (r+1)² product per change
-            n, root = self._n_rows, np.sqrt(self._cost)
-            self.add_scaled(self._rows[:n] * self.dtype.type(root), np.full(n, root))
-            self._n_rows = 0
-        self._cost = cost
-        while idx.size:
-            take = min(idx.size, SLAB_ROWS - self._n_rows)
-            into = self._rows[self._n_rows : self._n_rows + take]
-            if F.dtype == self.dtype:
-                # mode="clip": out is written directly (mode="raise" would buffer it); idx is in range
-                F.take(idx[:take], axis=0, out=into, mode="clip")
-            else:
-                into[...] = F[idx[:take]]
-            self._n_rows += take
-            idx = idx[take:]
-            if self._n_rows == SLAB_ROWS:
-                self._flush_rows()
-
-    def _flush_rows(self) -> None:
-        """``cost · [B 1]ᵀ[B 1]`` of the gathered rows ``B``, added to the total."""
-        n = self._n_rows
-        if not n:
-            return
-        self._add_product([(self._rows[:n], np.ones(n))], self._cost)
-        self._n_rows = 0
-
-    def add_scaled(self, S: np.ndarray, sc: np.ndarray, sign: float = 1.0) -> None:
-        """Add or subtract rows already scaled: ``S = sqrt(c) F[rows]``, ``sc = sqrt(c)``."""
-        if not S.shape[0]:
-            return
-        self.parts[1.0 if sign > 0 else -1.0].append((S, sc))
-        self.n_buffered += S.shape[0]
-        if self.n_buffered >= SLAB_ROWS:
-            self._flush()
-
-    def _add_product(self, parts: list, scale: float) -> None:
-        """``total += scale · Σ [s_i f_i  s_i]ᵀ[s_i f_i  s_i]`` over the buffered rows ``parts``."""
-        r = self.r
-        S = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
-        sc = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
-        if self.total is None:
-            self.total = _thread_scratch("gram_total", (r + 1, r + 1), np.float64)
-            self.total.fill(0.0)
-        T = self.total
-        P = np.matmul(S.T, S, out=_thread_scratch("gram_product", (r, r), self.dtype))  # numpy runs Sᵀ S as a SYRK
-        if scale == -1.0:
-            np.subtract(T[:r, :r], P, out=T[:r, :r])
-        else:
-            if scale != 1.0:
-                P *= self.dtype.type(scale)  # in place: one rounding of F's dtype, as the product's own
-            np.add(T[:r, :r], P, out=T[:r, :r])
-        col = tdot(S, sc)  # a GEMV: faster than a float64 sum of the rows where sc is 1
-        col *= scale
-        T[:r, r] += col
-        T[r, :r] += col
-        T[r, r] += scale * float(np.dot(sc, sc))
-
-    def _flush(self) -> None:
-        for sign, parts in self.parts.items():
-            if parts:
-                self._add_product(parts, sign)
-        self.parts, self.n_buffered = {1.0: [], -1.0: []}, 0
-
-    def result(self, pack: bool, dtype):
-        """The sum — packed by :func:`pack_symmetric` when ``pack`` (to travel between
-        processes), else the matrix itself — or ``0.0`` when no row was pushed."""
-        self._flush_rows()
-        self._flush()
-        if self.total is None:
-            return 0.0
-        return pack_symmetric(self.total, dtype) if pack else self.total.copy()  # the total is the thread's
-
-
-class GramDelta:
-    """The change ``Σ ± c_i [f_i 1]ᵀ[f_i 1]`` of the Gram matrix over the rows that entered (+) or left (−)
-    the active set: the rows themselves while they are few, their Gram matrix once they are many.
-
-    A pass near the solution changes a handful of rows per block; forming an
-    ``(r+1)²`` matrix for them would cost ``r²`` work per block whatever their
-    number (and ``(r+1)²`` numbers to move).  Blocks return their rows
-    (``sqrt(c)``-scaled, in the features' dtype) while there are at most
-    ``r / 2`` of them; sums (:meth:`__add__`, in the tree reduction) join
-    the rows and turn them into a matrix only when they outnumber that.  The
-    matrix is kept as a packed upper triangle (:func:`pack_symmetric`), in the
-    features' dtype when ``pack`` (to travel between processes, as the full
-    Gram's partial sums do), else in float64.
-    """
-
-    def __init__(self, r: int, dtype, pack: bool):
-        self.r, self.dtype, self.pack = int(r), np.dtype(dtype), bool(pack)
-        self.parts: dict[float, list[tuple[np.ndarray, np.ndarray]]] = {1.0: [], -1.0: []}
-        self.n_rows = 0
-        self.packed: np.ndarray | None = None
-
-    @property
-    def max_rows(self) -> int:
-        """Rows kept as rows; beyond, their Gram matrix."""
-        return max(1, self.r // 2)
-
-    def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float) -> None:
-        """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
-        if rows.any():
-            self._add_parts([scaled_rows(F, rows, c, self.dtype)], 1.0 if sign > 0 else -1.0)
-
-    def _add_parts(self, parts: list, sign: float) -> None:
-        self.parts[sign].extend(parts)
-        self.n_rows += sum(S.shape[0] for S, _ in parts)
-        if self.n_rows > self.max_rows:
-            self.materialize()
-
-    def materialize(self) -> None:
-        """Turn the rows kept so far into (a term of) the packed Gram matrix."""
-        if not self.n_rows:
-            return
-        gram = _GramSum(self.r, self.dtype)
-        for sign, parts in self.parts.items():
-            for S, sc in parts:
-                gram.add_scaled(S, sc, sign)
-        packed = gram.result(True, self.dtype if self.pack else np.float64)
-        self.packed = packed if self.packed is None else self.packed + packed
-        self.parts, self.n_rows = {1.0: [], -1.0: []}, 0
-
-    def __add__(self, other):
-        if not isinstance(other, GramDelta):  # the 0.0 or None of an empty reduction
-            return self
-        out = GramDelta(self.r, self.dtype, self.pack)
-        for part in (self, other):
-            if part.packed is not None:
-                out.packed = part.packed if out.packed is None else out.packed + part.packed
-        for sign in (1.0, -1.0):
-            out.parts[sign] = self.parts[sign] + other.parts[sign]
-        out.n_rows = self.n_rows + other.n_rows
-        if out.n_rows > out.max_rows:
-            out.materialize()
-        return out
-
-    __radd__ = __add__
-
-    def matrix(self) -> np.ndarray:
-        """The change as an ``(r+1) x (r+1)`` float64 matrix."""
-        self.materialize()
-        if self.packed is None:
-            return np.zeros((self.r + 1, self.r + 1))
-        return unpack_symmetric(self.packed)
 
 
 # --------------------------------------------------------------------------
@@ -398,7 +125,7 @@ def _fused_pass(F, c, params, residual, residual_grid):
     w0 = x0[:-1].astype(F.dtype, copy=False) if need0 else None
     # at w = 0 (a solve's first pass, the reference gradient) the margins are the bias: no GEMV
     w1_zero, w0_zero = not w1.any(), w0 is not None and not w0.any()
-    cache = MarginCache(params.get("margin_cache"), F)
+    cache = _block_cache(params, F)
     known1 = cache.get(params.get("x1_key"))
     known0 = cache.get(params.get("x0_key")) if need0 else None
     new1 = cache.blank(n) if known1 is None else None
@@ -462,21 +189,39 @@ def _fused_pass(F, c, params, residual, residual_grid):
     }
 
 
-def _active_hvp(F, c, x, V, residual):
+def _block_cache(params: dict, F) -> MarginCache:
+    """Block ``F``'s margin cache.  Over implicit features (``params["implicit"]``) it is keyed by the input
+    rows a :class:`~dsvm.problems._implicit.KernelRows` computes from (its ``source``); a kernel block handed
+    whole (the feature stage's opening passes) is made for one pass and is not cached."""
+    store = params.get("margin_cache")
+    if params.get("implicit"):
+        source = getattr(F, "source", None)
+        return MarginCache(None if source is None else store, source)
+    return MarginCache(store, F)
+
+
+def _active_hvp(F, c, x, V, residual, known=None):
     """``[F 1]_Aᵀ C [F 1]_A V`` for the rows active at ``x`` (``residual(m, sl) > 0`` and positive cost).
 
     One slab at a time: its margins at ``x``, its products with ``V`` and the
     sum back through ``Fsᵀ`` read the slab from cache (kernel rows computed
     slab by slab, :class:`~dsvm.problems._implicit.KernelRows`, are computed once).
+    ``known``: the block's margins at ``x`` from the cache, which spare the GEMV, and over kernel rows
+    computed on demand the kernel values of the inactive rows, which add nothing.
     """
     V2 = V[:, None] if V.ndim == 1 else V
     out = np.zeros(V2.shape, dtype=np.float64)
     w, W = x[:-1].astype(F.dtype, copy=False), V2[:-1].astype(F.dtype, copy=False)
     step = getattr(F, "slab_rows", SLAB_ROWS)
-    for s in range(0, F.shape[0], step):
-        sl = slice(s, min(s + step, F.shape[0]))
+    if known is not None and getattr(F, "source", None) is not None:
+        active = np.flatnonzero((residual(known, slice(None)) > 0.0) & (c > 0.0))
+        slabs = [(active[s : s + step], known) for s in range(0, active.size, step)]
+    else:
+        slabs = [(slice(s, min(s + step, F.shape[0])), known) for s in range(0, F.shape[0], step)]
+    for sl, margins in slabs:
         Fs, cs = F[sl], c[sl]
-        weights = np.where((residual((Fs @ w).astype(np.float64) + x[-1], sl) > 0.0) & (cs > 0.0), cs, 0.0)
+        m = margins[sl] if margins is not None else (Fs @ w).astype(np.float64) + x[-1]
+        weights = np.where((residual(m, sl) > 0.0) & (cs > 0.0), cs, 0.0)
         U = ((Fs @ W).astype(np.float64) + V2[-1]) * weights[:, None]
         out[:-1] += Fs.T @ U.astype(F.dtype, copy=False)
         out[-1] += U.sum(axis=0)
@@ -531,7 +276,8 @@ def sqhinge_hvp(F, codes, sample_weight, params):
     """
     y = labels_pm1(codes, params["positive"])
     c = row_costs(codes, sample_weight, params["class_cost"])
-    return _active_hvp(F, c, params["x"], params["V"], lambda m, sl: _hinge_residual(m, y[sl])[0])
+    return _active_hvp(F, c, params["x"], params["V"], lambda m, sl: _hinge_residual(m, y[sl])[0],
+                       _block_cache(params, F).get(params.get("x_key")))
 
 
 sqhinge_hvp.reads_slabs = True
@@ -591,7 +337,8 @@ def sqeps_hvp(F, y, sample_weight, params):
     y = np.asarray(y, dtype=np.float64)
     c = _svr_costs(y, sample_weight, params)
     eps = float(params["epsilon"])
-    return _active_hvp(F, c, params["x"], params["V"], lambda m, sl: _eps_residual(m, y[sl], eps)[0])
+    return _active_hvp(F, c, params["x"], params["V"], lambda m, sl: _eps_residual(m, y[sl], eps)[0],
+                       _block_cache(params, F).get(params.get("x_key")))
 
 
 sqeps_hvp.reads_slabs = True

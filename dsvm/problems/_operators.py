@@ -29,9 +29,9 @@ import numpy as np
 
 from ..blocks import BlockReduction, RowBlocks, available_memory, row_uniform
 from ._duality import dual_bound
+from ._gram import GramDelta, unpack_symmetric
 from ._implicit import ImplicitFeatures
 from ._losses import (
-    GramDelta,
     hinge_loss_block,
     labels_pm1,
     row_costs,
@@ -41,7 +41,6 @@ from ._losses import (
     sqhinge_active,
     sqhinge_hvp,
     sqhinge_pass,
-    unpack_symmetric,
 )
 from ._margin_cache import IN_PROCESS
 
@@ -123,8 +122,9 @@ class LossOperator:
         Where the margins at the last points evaluated are kept
         (:class:`~dsvm.problems._margin_cache.MarginCache`): this dict for
         in-process blocks, each worker process for distributed ones
-        (:data:`~dsvm.problems._margin_cache.IN_PROCESS`); None turns caching off
-        (implicit features: their kernel blocks are new objects every pass).
+        (:data:`~dsvm.problems._margin_cache.IN_PROCESS`); None turns caching off.
+        Over implicit features they are kept by the input block (a kernel block is new every pass), and a
+        Hessian product at a point whose margins are known computes the kernel rows of the active rows only.
     """
 
     _pass_fn = None
@@ -139,8 +139,6 @@ class LossOperator:
         self.n_passes = 0
         self.implicit = features if isinstance(features, ImplicitFeatures) else None
         self.margin_cache: dict | str | None = IN_PROCESS if features.is_distributed else {}
-        if self.implicit is not None:
-            self.margin_cache = None
         # (rows of positive cost, predicted positive) at the last points evaluated, by the point's bytes
         self._predicted: dict[bytes, tuple[int, int]] = {}
         self._bounds: dict[bytes, float] = {}  # dual bounds at the same points
@@ -182,8 +180,8 @@ class LossOperator:
         if self.implicit is not None:
             params["gram_dtype"] = "float64"  # see dsvm.problems._implicit: M amplifies a Gram's rounding
         if self.margin_cache is not None:
-            params.update(margin_cache=self.margin_cache, x0_key=params["x0"].tobytes(),
-                          x1_key=params["x1"].tobytes())
+            params.update(margin_cache=self.margin_cache, implicit=self.implicit is not None,
+                          x0_key=params["x0"].tobytes(), x1_key=params["x1"].tobytes())
         return type(self)._pass_fn, self.aligned, params
 
     def block_point(self, x: np.ndarray) -> np.ndarray:
@@ -241,6 +239,9 @@ class LossOperator:
         """``2 [F 1]_Aᵀ C [F 1]_A v`` (the loss part of the generalized Hessian)."""
         v = np.asarray(v, dtype=np.float64)
         params = {**self.fixed_params, "x": self.block_point(x), "V": self.block_point(v.T).T}
+        if self.margin_cache is not None:  # the margins at x, kept by the pass made there
+            params.update(margin_cache=self.margin_cache, implicit=self.implicit is not None,
+                          x_key=params["x"].tobytes())
         out = 2.0 * self.features.map_reduce(type(self)._hvp_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
         if self.implicit is not None:

@@ -256,7 +256,9 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
     taken = [None if a is None else np.asarray(a.take(rows)) for a in aligned]
     weights = np.full(rows.size, 1.0 / fraction) if taken[1] is None else taken[1] / fraction
     r = fmap.n_output
-    X_sub = as_row_blocks(X_sub, block_rows_for(r, fmap.dtype))
+    # a few large blocks (two per core): each block's Gram matrix is an (r+1)² float64 sum made, copied and
+    # added whatever its rows, which at r in the thousands costs more than the products of BLOCK_BYTES' rows
+    X_sub = as_row_blocks(X_sub, max(block_rows_for(r, fmap.dtype), rows.size))
     with FeatureStore(X_sub, fmap, "memory", check_finite=False) as store:
         F_sub = store.features
         sub_aligned = [aligned_vector(taken[0], F_sub), aligned_vector(weights, F_sub)]

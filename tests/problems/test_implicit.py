@@ -40,7 +40,7 @@ def _operators(sparse: bool, store: str):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_an_implicit_pass_gives_the_explicit_loss_gradient_gram_and_products(sparse):
     op, F, y_pm, c, fmap = _operators(sparse, "implicit")
-    assert op.features.kernel_cols == 12 and op.margin_cache is None
+    assert op.features.kernel_cols == 12 and op.margin_cache == {}
     rng = np.random.default_rng(1)
     x0, x = rng.normal(size=(2, fmap.n_output + 1)) * 0.5
     loss, grad, H, active = dense_pass_reference(F, y_pm, c, x)
@@ -58,6 +58,33 @@ def test_an_implicit_pass_gives_the_explicit_loss_gradient_gram_and_products(spa
     np.testing.assert_allclose(delta.hess, H - H0, rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(delta.loss_grid[0], dense_pass_reference(F, y_pm, c, 0.5 * (x0 + x))[0], rtol=1e-10)
     assert op.predicted_positive(x) is not None
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_hessian_product_after_a_pass_computes_the_kernel_rows_of_the_active_rows_only(sparse, monkeypatch):
+    from dsvm.problems._implicit import KernelRows
+
+    op, F, y_pm, c, fmap = _operators(sparse, "implicit")
+    computed = []
+    plain_rows = KernelRows.__getitem__
+    monkeypatch.setattr(KernelRows, "__getitem__", lambda self, rows: computed.append(
+        np.arange(self.shape[0])[rows].size) or plain_rows(self, rows))
+    rng = np.random.default_rng(2)
+    x, elsewhere = rng.normal(size=(2, fmap.n_output + 1)) * 0.5
+    V = rng.normal(size=(fmap.n_output + 1, 2))
+    H, active = dense_pass_reference(F, y_pm, c, x)[2:]
+    # no pass at x yet: every row's kernel values, the margins by GEMV
+    np.testing.assert_allclose(op.hess_vec(x, V), H @ V, rtol=1e-8, atol=1e-9)
+    assert sum(computed) == F.shape[0]
+    op.evaluate(elsewhere, x, (0.5,))
+    computed.clear()
+    np.testing.assert_allclose(op.hess_vec(x, V), H @ V, rtol=1e-8, atol=1e-9)
+    assert sum(computed) == np.count_nonzero(active & (c > 0)) < F.shape[0]
+    computed.clear()
+    op.evaluate(x, elsewhere)  # the cache keeps the last two points: x is still there
+    H_else = dense_pass_reference(F, y_pm, c, elsewhere)[2]
+    np.testing.assert_allclose(op.hess_vec(elsewhere, V[:, 0]), H_else @ V[:, 0], rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(op.hess_vec(x, V[:, 1]), H @ V[:, 1], rtol=1e-8, atol=1e-9)
 
 
 def test_gathered_rows_are_the_real_features():

@@ -9,6 +9,7 @@ from helpers import dense_pass_reference, feature_blocks
 from dsvm.approx import fit_feature_map, make_kernel_spec
 from dsvm.blocks import aligned_vector, as_row_blocks
 from dsvm.problems import SquaredHingeOperator
+from dsvm.problems._gram import _GramSum
 from dsvm.svm import encode_labels
 
 N, P, K = 23, 4, 6
@@ -82,9 +83,8 @@ def test_line_search_grid_and_hessian_update_match_dense(chunks):
 
 def test_gram_batches_across_slabs_match_dense(monkeypatch):
     """Small slabs: the Gram rows of several slabs are batched, flushed and summed in float64."""
-    import dsvm.problems._losses as losses
 
-    monkeypatch.setattr(losses, "SLAB_ROWS", 16)
+    _set_slab_rows(monkeypatch, 16)
     X, y, sw, fmap, F = _problem(False, seed=6)
     op, y_pm, c = _operator(X, y, sw, fmap, 1000, positive=1)
     rng = np.random.default_rng(7)
@@ -105,9 +105,8 @@ def test_gram_of_rows_gathered_by_cost_matches_dense(class_cost, monkeypatch):
     """Without sample weights the active rows of one cost are copied unscaled into a reused buffer
     (flushed when full, and when the cost changes) and their product scaled afterwards; a slab whose
     active rows differ in cost goes the scaled way.  Either way: the dense Gram matrix."""
-    import dsvm.problems._losses as losses
 
-    monkeypatch.setattr(losses, "SLAB_ROWS", 4)
+    _set_slab_rows(monkeypatch, 4)
     X, y, _, fmap, F = _problem(False, seed=8)
     rb = as_row_blocks(_dask_x(X, 1000), 0)
     classes, codes = encode_labels(da.from_array(y, chunks=(rb.chunks,)), rb)
@@ -129,7 +128,7 @@ def test_gram_of_gathered_rows_across_partial_buffers_and_cost_changes_matches_d
     row: the dense ``[F 1]ᵀ diag(c) [F 1]`` over the active rows."""
     from dsvm.problems import _losses as losses
 
-    monkeypatch.setattr(losses, "SLAB_ROWS", 4)
+    _set_slab_rows(monkeypatch, 4)
     # at x = 0 every row of positive cost is active; class 2 costs nothing
     codes = np.array([0, 0, 0, 2,  0, 0, 0, 2,  1, 1, 2, 2,  1, 2, 2, 2,  # 3 at 0.5, 3 at 0.5, 2 at 2, 1 at 2
                       1, 1, 1, 1,  0, 0, 2, 2,  0, 1, 2, 2,  2, 2, 2, 2])  # 4 at 2, 2 at 0.5, mixed, none
@@ -151,7 +150,7 @@ def test_gathered_rows_buffer_is_each_threads_own_and_reused_across_widths(monke
 
     from dsvm.problems import _losses as losses
 
-    monkeypatch.setattr(losses, "SLAB_ROWS", 8)
+    _set_slab_rows(monkeypatch, 8)
     rng = np.random.default_rng(11)
 
     def dense(F, rows, cost):
@@ -167,7 +166,7 @@ def test_gathered_rows_buffer_is_each_threads_own_and_reused_across_widths(monke
     FA = rng.normal(size=(13, 5)).astype(np.float32)
     rows = np.zeros(13, dtype=bool)
     rows[[0, 1, 2, 5, 8, 11]] = True
-    held = losses._GramSum(5, np.float32)
+    held = _GramSum(5, np.float32)
     held.push(FA, rows, np.full(13, 0.5))  # fewer rows than one buffer: held in it, no product yet
     assert held._n_rows == rows.sum() < 8
 
@@ -192,10 +191,11 @@ def test_scratch_arrays_over_the_keep_size_are_made_afresh(monkeypatch):
     import threading
 
     from dsvm.blocks import _raw_files as raw_files
+    from dsvm.problems import _gram as gram
     from dsvm.problems import _losses as losses
 
-    monkeypatch.setattr(losses, "SLAB_ROWS", 8)
-    monkeypatch.setattr(losses, "SCRATCH_KEEP_BYTES", 1000)  # rows 8x12x4 = 384 and product 576 kept, total 1352 not
+    _set_slab_rows(monkeypatch, 8)
+    monkeypatch.setattr(gram, "SCRATCH_KEEP_BYTES", 1000)  # rows 8x12x4 = 384 and product 576 kept, total 1352 not
     F = np.random.default_rng(12).normal(size=(40, 12)).astype(np.float32)
     params = {"x0": np.zeros(13), "x1": np.zeros(13), "hessian": "full", "positive": 1,
               "class_cost": np.array([1.0, 1.5]), "pack": False}
@@ -228,9 +228,8 @@ def _numpy_operator(X, y, sw, fmap, block_rows, positive):
 def test_in_process_hessian_update_matches_dense(block_rows, change, monkeypatch):
     """In this process the blocks hand back Gram matrices unpacked; the rows that enter and leave
     the active set are two separate symmetric products (either may be empty)."""
-    import dsvm.problems._losses as losses
 
-    monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several batches per block
+    _set_slab_rows(monkeypatch, 4)  # several batches per block
     X, y, sw, fmap, F = _problem(False, seed=8)
     op, y_pm, c = _numpy_operator(X, y, sw, fmap, block_rows, positive=1)
     rng = np.random.default_rng(9)
@@ -255,9 +254,8 @@ def test_margin_cache_gives_the_passes_a_recomputation_gives(block_rows, monkeyp
     """In this process each block keeps its margins at the last points evaluated: a Newton
     sequence of passes (current point, trial point, a shorter step, the zero point) returns
     exactly what passes that recompute every margin return, and the cached margins are used."""
-    import dsvm.problems._losses as losses
 
-    monkeypatch.setattr(losses, "SLAB_ROWS", 4)  # several slabs per block
+    _set_slab_rows(monkeypatch, 4)  # several slabs per block
     X, y, sw, fmap, F = _problem(False, seed=11)
     cached, y_pm, c = _numpy_operator(X, y, sw, fmap, block_rows, positive=2)
     plain, _, _ = _numpy_operator(X, y, sw, fmap, block_rows, positive=2)
@@ -323,7 +321,7 @@ def test_margin_cache_on_dask_blocks_is_kept_in_the_worker_process(store, tmp_pa
 def test_gram_delta_keeps_few_rows_as_rows_and_sums_like_the_dense_gram():
     import pickle
 
-    from dsvm.problems._losses import GramDelta
+    from dsvm.problems._gram import GramDelta
 
     rng = np.random.default_rng(15)
     r = 10
@@ -351,6 +349,42 @@ def test_gram_delta_keeps_few_rows_as_rows_and_sums_like_the_dense_gram():
     assert both.n_rows == 0 and both.packed is not None  # 6 rows are more than 5: a matrix
     np.testing.assert_allclose(both.matrix(), 2 * (dense(plus) - dense(minus)), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(GramDelta(r, np.float64, pack=False).matrix(), np.zeros((r + 1, r + 1)))
+
+
+def test_gram_delta_in_this_process_keeps_rows_up_to_4r_and_sums_dense_float64():
+    from dsvm.problems._gram import GramDelta
+
+    rng = np.random.default_rng(16)
+    r = 10
+    F = rng.normal(size=(120, r)).astype(np.float32)
+    c = rng.uniform(0.5, 2.0, size=120)
+
+    def dense(rows):
+        A = np.hstack([F[rows].astype(np.float64), np.ones((rows.sum(), 1))])
+        return A.T @ (c[rows, None] * A)
+
+    half, rest = np.zeros(120, bool), np.zeros(120, bool)
+    half[:30], rest[30:] = True, True
+    kept = GramDelta(r, np.float32, pack=False)
+    kept.push(F, half, c, 1.0)
+    assert kept.n_rows == 30 and kept.packed is None  # 30 rows: more than r / 2, not more than 4 r
+    summed = kept + GramDelta(r, np.float32, pack=False)
+    assert summed.n_rows == 30 and summed.packed is None
+    over = kept + kept  # 60 rows: a dense float64 matrix
+    assert over.n_rows == 0 and over.packed.shape == (r + 1, r + 1) and over.packed.dtype == np.float64
+    np.testing.assert_allclose(over.matrix(), 2 * dense(half), rtol=1e-5, atol=1e-5)
+    removed = GramDelta(r, np.float32, pack=False)
+    removed.push(F, rest, c, -1.0)  # 90 rows, subtracted: a matrix at once
+    again = over + kept + removed  # matrices and rows together
+    np.testing.assert_allclose(again.matrix(), 3 * dense(half) - dense(rest), rtol=1e-5, atol=1e-4)
+
+
+def _set_slab_rows(monkeypatch, rows: int) -> None:
+    """Slabs of ``rows`` rows in the pass and in its Gram sums."""
+    from dsvm.problems import _gram, _losses
+
+    monkeypatch.setattr(_losses, "SLAB_ROWS", rows)
+    monkeypatch.setattr(_gram, "SLAB_ROWS", rows)
 
 
 def test_numpy_blocks_equal_dask_blocks():
