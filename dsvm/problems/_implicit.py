@@ -32,6 +32,8 @@ LIBLINEAR's DCD gathers ``F``) they are the real features, computed there.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..blas import blas_for_order
@@ -89,6 +91,14 @@ class _KernelTag:
         self.kernel = kernel
 
 
+def _kernel_token(fmap) -> bytes:
+    """16 bytes that differ between maps of different landmarks, kernel or dtype."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr((fmap.spec, np.dtype(fmap.dtype).str, fmap.components.shape)).encode())
+    digest.update(np.ascontiguousarray(fmap.components).tobytes())
+    return digest.digest()
+
+
 class ImplicitFeatures(RowBlocks):
     """The features ``F = K(X, L) · M`` of a fit, never formed: passes see kernel blocks.
 
@@ -114,6 +124,9 @@ class ImplicitFeatures(RowBlocks):
         self.chunks = X.chunks
         self._tag = _KernelTag(fmap.landmark_kernel())
         self.M = np.ascontiguousarray(fmap.normalization.T, dtype=np.float64)  # k x r
+        #: the kernel's fingerprint: margins cached by input block (workers keep them across fits) are
+        #: looked up with it, so another kernel's margins at the same point are never served
+        self.cache_token = _kernel_token(fmap)
 
     @property
     def n_cols(self) -> int:

@@ -181,8 +181,13 @@ class LossOperator:
             params["gram_dtype"] = "float64"  # see dsvm.problems._implicit: M amplifies a Gram's rounding
         if self.margin_cache is not None:
             params.update(margin_cache=self.margin_cache, implicit=self.implicit is not None,
-                          x0_key=params["x0"].tobytes(), x1_key=params["x1"].tobytes())
+                          x0_key=self._cache_key(params["x0"]), x1_key=self._cache_key(params["x1"]))
         return type(self)._pass_fn, self.aligned, params
+
+    def _cache_key(self, point: np.ndarray) -> bytes:
+        """What a block's margins at ``point`` (as :meth:`block_point` gives it) are cached by: over implicit
+        features the kernel's fingerprint too, since they are kept by input block."""
+        return (b"" if self.implicit is None else self.implicit.cache_token) + point.tobytes()
 
     def block_point(self, x: np.ndarray) -> np.ndarray:
         """The point ``x = (w, b)`` (or points, one per row) as the block functions take it: lifted to the
@@ -241,7 +246,7 @@ class LossOperator:
         params = {**self.fixed_params, "x": self.block_point(x), "V": self.block_point(v.T).T}
         if self.margin_cache is not None:  # the margins at x, kept by the pass made there
             params.update(margin_cache=self.margin_cache, implicit=self.implicit is not None,
-                          x_key=params["x"].tobytes())
+                          x_key=self._cache_key(params["x"]))
         out = 2.0 * self.features.map_reduce(type(self)._hvp_fn, aligned=self.aligned, shared=(params,))
         self.n_passes += 1
         if self.implicit is not None:

@@ -87,6 +87,27 @@ def test_a_hessian_product_after_a_pass_computes_the_kernel_rows_of_the_active_r
     np.testing.assert_allclose(op.hess_vec(x, V[:, 1]), H @ V[:, 1], rtol=1e-8, atol=1e-9)
 
 
+def test_margins_kept_by_input_block_are_looked_up_with_the_kernel():
+    """Workers keep margins by input block across fits (``IN_PROCESS``), and a point in the kernel's
+    coordinates can be the same for two kernels (zero, or landmark weights carried over): the key names the
+    kernel too, and only the kernel (another operator of the same map shares the margins)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 4))
+    rb = as_row_blocks(X, 50)
+    codes = encode_labels(np.where(X[:, 0] > 0, "a", "b"), rb)[1]
+    point = rng.normal(size=13)
+
+    def key(gamma, landmarks=X[:12], dtype=np.float64):
+        fmap = fit_feature_map(landmarks, make_kernel_spec("rbf", gamma), dtype=dtype)
+        op = SquaredHingeOperator(FeatureStore(rb, fmap, "implicit").features, codes, 1, np.array([1.0, 1.0]))
+        return op._cache_key(point)
+
+    assert key(0.5) == key(0.5)
+    assert len({key(0.5), key(0.6), key(0.5, X[1:13]), key(0.5, dtype=np.float32)}) == 4
+    stored = SquaredHingeOperator(rb, codes, 1, np.array([1.0, 1.0]))
+    assert stored._cache_key(point) == point.tobytes()
+
+
 def test_gathered_rows_are_the_real_features():
     """DCD gathers F in this process: the implicit store gives the features, not the kernel values."""
     op, F, y_pm, c, _ = _operators(False, "implicit")
