@@ -197,14 +197,19 @@ def opening_size(n: int, p: int, k: int, r: int, options: dict, read_seconds: fl
         return m
     rate = float(config.get("flops-per-thread")) * (os.cpu_count() or 1)
     per_row = (2.0 * k * (p + r) + SUBSAMPLE_GRAM_PASSES * r * r) / rate
-    while read_seconds > 0 and 32 * m <= n and 4 * m * per_row <= 0.5 * read_seconds:
+    if hessian != "cg":
+        while read_seconds > 0 and 32 * m <= n and 4 * m * per_row <= 0.5 * read_seconds:
+            m *= 4
+        return m
+    # its features (float32, or float64: 8 bytes counted) are held in this process with its Gram matrix;
+    # bounded by the machine's memory, not what is free now, so that a fit's subsample does not vary
+    held = int(CG_OPENING_MEMORY * psutil.virtual_memory().total / (8.0 * r))
+    pass_seconds = read_seconds + 4.0 * n * r / rate
+    # a CG solve's Newton iteration is a pass and its CG steps: a start one iteration closer saves more than a
+    # pass, so the subsample grows while four times its rows cost at most a whole pass
+    while read_seconds > 0 and 32 * m <= n and 4 * m <= held and 4 * m * per_row <= pass_seconds:
         m *= 4
-    if hessian == "cg":
-        # its features (float32, or float64: 8 bytes counted) are held in this process with its Gram matrix;
-        # bounded by the machine's memory, not what is free now, so that a fit's subsample does not vary
-        held = int(CG_OPENING_MEMORY * psutil.virtual_memory().total / (8.0 * r))
-        m = max(m, min(_cg_opening_size(n, r, per_row, read_seconds + 4.0 * n * r / rate), held))
-    return m
+    return max(m, min(_cg_opening_size(n, r, per_row, pass_seconds), held))
 
 
 #: the CG variant's subsample grows to this many rows per feature: it is the solve's start and its

@@ -107,7 +107,7 @@ def test_the_cg_variants_subsample_grows_to_sixteen_rows_per_feature_within_its_
     gram = opening_size(n, p, 4000, 4000, {}, pass_s, "gram")
     cg = opening_size(n, p, 4000, 4000, {}, pass_s, "cg")
     assert gram == 16_000 and cg == n // 16  # 16 r would be 64,000: n / 16 bounds it
-    assert opening_size(n, p, 1000, 1000, {}, pass_s, "cg") == 16_000
+    assert opening_size(n, p, 1000, 1000, {}, 1.0, "cg") == 16_000
     # passes that cost little (F in memory, k = 4000): the Gram variant's size, not more
     assert opening_size(n, p, 4000, 4000, {}, 0.0, "cg") == opening_size(n, p, 4000, 4000, {}, 0.0, "gram") == 16_000
     assert opening_size(n, p, 1000, 1000, {"warm_rows": 5000}, pass_s, "cg") == 5000  # asked for: kept
@@ -115,6 +115,22 @@ def test_the_cg_variants_subsample_grows_to_sixteen_rows_per_feature_within_its_
     assert opening_size(30_000, p, 1000, 1000, {}, pass_s, "cg") is None
     # asked for a subsample where "auto" would take none (n < 4 m): the least size, not an error
     assert opening_size(20_000, p, 100, 100, {"warm_start": "subsample"}, 0.0, "cg") == 10_000
+
+
+def test_before_a_cg_solve_the_subsample_grows_while_four_times_it_costs_a_pass(monkeypatch):
+    """10M rows, k = 1000 (bench_scale): a CG solve from 40,000 rows took 4 Newton iterations and 10 passes;
+    four times the subsample costs less than a pass, and starts it closer."""
+    import dsvm.svm._opening as opening
+
+    monkeypatch.setattr(opening.psutil, "virtual_memory", lambda: type("Memory", (), {"total": 16 * 2**30}))
+    monkeypatch.setattr(opening.os, "cpu_count", lambda: 2)
+    n, p, k, read_s = 10_000_000, 28, 1000, 20.0
+    assert opening_size(n, p, k, k, {}, read_s, "gram") == 40_000  # at most half a read per four times
+    assert opening_size(n, p, k, k, {}, read_s, "cg") == 160_000
+    assert opening_size(n, p, k, k, {}, 2.0, "cg") == 16_000  # cheap passes: sixteen rows per feature
+    # the memory bound holds the growth: 1/8 of 2 GiB is 33,554 rows of 1000 float64 features
+    monkeypatch.setattr(opening.psutil, "virtual_memory", lambda: type("Memory", (), {"total": 2 * 2**30}))
+    assert opening_size(n, p, k, k, {}, read_s, "cg") == 16_000
 
 
 @pytest.mark.parametrize("store", ["memory", "implicit"])
