@@ -230,9 +230,10 @@ class GramDelta:
     ``pack`` (the sum travels between processes, as the full Gram's partial
     sums do) that is ``r / 2`` rows, and the matrix is a packed upper triangle
     (:func:`pack_symmetric`) in the features' dtype.  In this process rows are
-    kept up to ``4 r`` (their bytes those of two float64 matrices: a matrix per
-    block, made, copied and added, costs more than its product at large ``r``),
-    and the matrix is a dense float64 one.
+    kept while their bytes are at most those of two float64 matrices (``4 r``
+    float32 rows, ``2 r`` float64 ones: a matrix per block, made, copied and
+    added, costs more than its product at large ``r``), and the matrix is a
+    dense float64 one.
     """
 
     def __init__(self, r: int, dtype, pack: bool):
@@ -245,7 +246,9 @@ class GramDelta:
     @property
     def max_rows(self) -> int:
         """Rows kept as rows; beyond, their Gram matrix."""
-        return max(1, self.r // 2) if self.pack else 4 * self.r
+        if self.pack:
+            return max(1, self.r // 2)
+        return max(1, 16 * (self.r + 1) ** 2 // (self.r * self.dtype.itemsize))  # two float64 matrices' bytes
 
     def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float) -> None:
         """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
@@ -288,7 +291,8 @@ class GramDelta:
     __radd__ = __add__
 
     def matrix(self) -> np.ndarray:
-        """The change as an ``(r+1) x (r+1)`` float64 matrix."""
+        """The change as an ``(r+1) x (r+1)`` float64 matrix (in this process the sum itself, which a sum
+        of deltas may share with its terms: not to be changed in place)."""
         self.materialize()
         if self.packed is None:
             return np.zeros((self.r + 1, self.r + 1))

@@ -29,7 +29,9 @@ features whose passes compute the kernel blocks) four times more, while that
 stays at most ``n / 8`` and the subsample's solve costs at most half of that
 cost (a pass saved pays for it).  Before a CG solve it is larger still
 (:data:`CG_ROWS_PER_FEATURE` rows per feature, within bounds of rows, cost and
-memory): there it is also the preconditioner, see below.
+memory; and four times larger while that costs at most a pass, since a Newton
+iteration saved there is a pass and its CG steps): there it is also the
+preconditioner, see below.
 
 When: ``solver_options["warm_start"]``: ``"auto"`` (default: the subsample
 when there are at least four times as many rows),

@@ -87,6 +87,39 @@ def test_a_hessian_product_after_a_pass_computes_the_kernel_rows_of_the_active_r
     np.testing.assert_allclose(op.hess_vec(x, V[:, 1]), H @ V[:, 1], rtol=1e-8, atol=1e-9)
 
 
+@pytest.mark.parametrize("on_dask", [False, True])
+def test_an_svr_hessian_product_after_a_pass_is_the_dense_one_on_the_active_rows(on_dask, monkeypatch):
+    """Squared ε-insensitive loss, sample weights: the product at the point of the last pass (its margins kept:
+    in process by the operator, on Dask by the process store while the input's blocks stay in memory)."""
+    from dsvm.problems import SquaredEpsilonOperator
+    from dsvm.problems._implicit import KernelRows
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 5))
+    t = np.sin(X[:, 0]) + 0.1 * rng.normal(size=300)
+    sw = rng.uniform(0.5, 2.0, size=300)
+    fmap = fit_feature_map(X[:15], make_kernel_spec("rbf", 0.3), dtype=np.float64)
+    rb = as_row_blocks(da.from_array(X, chunks=100).persist() if on_dask else X, 100)
+    op = SquaredEpsilonOperator(FeatureStore(rb, fmap, "implicit").features, aligned_vector(t, rb), 2.0, 0.1,
+                                aligned_vector(sw, rb))
+    x = np.append(rng.normal(size=fmap.n_output) * 0.3, 0.1)
+    F = np.hstack([fmap.transform_block(X), np.ones((300, 1))])
+    c = 2.0 * sw
+    active = np.abs(F @ x - t) > 0.1
+    H = 2.0 * (F[active] * c[active, None]).T @ F[active]
+    computed = []
+    plain_rows = KernelRows.__getitem__
+    monkeypatch.setattr(KernelRows, "__getitem__", lambda self, rows: computed.append(
+        np.arange(self.shape[0])[rows].size) or plain_rows(self, rows))
+    V = rng.normal(size=fmap.n_output + 1)
+    with dask.config.set(scheduler="sync"):
+        op.evaluate(x, x)
+        computed.clear()
+        np.testing.assert_allclose(op.hess_vec(x, V), H @ V, rtol=1e-8, atol=1e-9)
+    if not on_dask:  # a Dask chunk may be a new object in each task: there the cache may miss, never mislead
+        assert sum(computed) == active.sum() < 300
+
+
 def test_margins_kept_by_input_block_are_looked_up_with_the_kernel():
     """Workers keep margins by input block across fits (``IN_PROCESS``), and a point in the kernel's
     coordinates can be the same for two kernels (zero, or landmark weights carried over): the key names the

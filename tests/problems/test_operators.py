@@ -351,7 +351,7 @@ def test_gram_delta_keeps_few_rows_as_rows_and_sums_like_the_dense_gram():
     np.testing.assert_array_equal(GramDelta(r, np.float64, pack=False).matrix(), np.zeros((r + 1, r + 1)))
 
 
-def test_gram_delta_in_this_process_keeps_rows_up_to_4r_and_sums_dense_float64():
+def test_gram_delta_in_this_process_keeps_rows_up_to_two_matrices_bytes_and_sums_dense_float64():
     from dsvm.problems._gram import GramDelta
 
     rng = np.random.default_rng(16)
@@ -367,7 +367,7 @@ def test_gram_delta_in_this_process_keeps_rows_up_to_4r_and_sums_dense_float64()
     half[:30], rest[30:] = True, True
     kept = GramDelta(r, np.float32, pack=False)
     kept.push(F, half, c, 1.0)
-    assert kept.n_rows == 30 and kept.packed is None  # 30 rows: more than r / 2, not more than 4 r
+    assert kept.n_rows == 30 and kept.packed is None  # 30 rows: more than r / 2, fewer than 48 (16 (r+1)² / 4r)
     summed = kept + GramDelta(r, np.float32, pack=False)
     assert summed.n_rows == 30 and summed.packed is None
     over = kept + kept  # 60 rows: a dense float64 matrix
