@@ -60,15 +60,21 @@ def test_an_implicit_pass_gives_the_explicit_loss_gradient_gram_and_products(spa
     assert op.predicted_positive(x) is not None
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-def test_a_hessian_product_after_a_pass_computes_the_kernel_rows_of_the_active_rows_only(sparse, monkeypatch):
+def _count_kernel_rows(monkeypatch) -> list:
+    """A list that gets the number of rows of every kernel slab a pass computes (KernelRows)."""
     from dsvm.problems._implicit import KernelRows
 
-    op, F, y_pm, c, fmap = _operators(sparse, "implicit")
     computed = []
     plain_rows = KernelRows.__getitem__
     monkeypatch.setattr(KernelRows, "__getitem__", lambda self, rows: computed.append(
         np.arange(self.shape[0])[rows].size) or plain_rows(self, rows))
+    return computed
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_hessian_product_after_a_pass_computes_the_kernel_rows_of_the_active_rows_only(sparse, monkeypatch):
+    op, F, y_pm, c, fmap = _operators(sparse, "implicit")
+    computed = _count_kernel_rows(monkeypatch)
     rng = np.random.default_rng(2)
     x, elsewhere = rng.normal(size=(2, fmap.n_output + 1)) * 0.5
     V = rng.normal(size=(fmap.n_output + 1, 2))
@@ -92,8 +98,6 @@ def test_an_svr_hessian_product_after_a_pass_is_the_dense_one_on_the_active_rows
     """Squared ε-insensitive loss, sample weights: the product at the point of the last pass (its margins kept:
     in process by the operator, on Dask by the process store while the input's blocks stay in memory)."""
     from dsvm.problems import SquaredEpsilonOperator
-    from dsvm.problems._implicit import KernelRows
-
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 5))
     t = np.sin(X[:, 0]) + 0.1 * rng.normal(size=300)
@@ -107,10 +111,7 @@ def test_an_svr_hessian_product_after_a_pass_is_the_dense_one_on_the_active_rows
     c = 2.0 * sw
     active = np.abs(F @ x - t) > 0.1
     H = 2.0 * (F[active] * c[active, None]).T @ F[active]
-    computed = []
-    plain_rows = KernelRows.__getitem__
-    monkeypatch.setattr(KernelRows, "__getitem__", lambda self, rows: computed.append(
-        np.arange(self.shape[0])[rows].size) or plain_rows(self, rows))
+    computed = _count_kernel_rows(monkeypatch)
     V = rng.normal(size=fmap.n_output + 1)
     with dask.config.set(scheduler="sync"):
         op.evaluate(x, x)

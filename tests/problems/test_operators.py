@@ -318,19 +318,26 @@ def test_margin_cache_on_dask_blocks_is_kept_in_the_worker_process(store, tmp_pa
         assert cached.evaluate(x - d, x - d).loss != plain.evaluate(x - d, x - d).loss
 
 
+def _gram_rows(n: int, r: int, seed: int):
+    """``(F, c, dense)``: float32 rows, their costs, and ``dense(rows)``, the float64 ``[F 1]ᵀ C [F 1]`` of a mask."""
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(n, r)).astype(np.float32)
+    c = rng.uniform(0.5, 2.0, size=n)
+
+    def dense(rows):
+        A = np.hstack([F[rows].astype(np.float64), np.ones((rows.sum(), 1))])
+        return A.T @ (c[rows, None] * A)
+
+    return F, c, dense
+
+
 def test_gram_delta_keeps_few_rows_as_rows_and_sums_like_the_dense_gram():
     import pickle
 
     from dsvm.problems._gram import GramDelta
 
-    rng = np.random.default_rng(15)
     r = 10
-    F = rng.normal(size=(40, r)).astype(np.float32)
-    c = rng.uniform(0.5, 2.0, size=40)
-
-    def dense(rows):
-        A = np.hstack([F[rows].astype(np.float64), np.ones((rows.sum(), 1))])
-        return A.T @ (c[rows, None] * A)
+    F, c, dense = _gram_rows(40, r, seed=15)
 
     plus, minus = np.zeros(40, bool), np.zeros(40, bool)
     plus[[1, 7]], minus[[3]] = True, True
@@ -354,14 +361,8 @@ def test_gram_delta_keeps_few_rows_as_rows_and_sums_like_the_dense_gram():
 def test_gram_delta_in_this_process_keeps_rows_up_to_two_matrices_bytes_and_sums_dense_float64():
     from dsvm.problems._gram import GramDelta
 
-    rng = np.random.default_rng(16)
     r = 10
-    F = rng.normal(size=(120, r)).astype(np.float32)
-    c = rng.uniform(0.5, 2.0, size=120)
-
-    def dense(rows):
-        A = np.hstack([F[rows].astype(np.float64), np.ones((rows.sum(), 1))])
-        return A.T @ (c[rows, None] * A)
+    F, c, dense = _gram_rows(120, r, seed=16)
 
     half, rest = np.zeros(120, bool), np.zeros(120, bool)
     half[:30], rest[30:] = True, True
