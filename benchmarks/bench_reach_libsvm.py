@@ -8,10 +8,15 @@ against LIBSVM's and whether it reached LIBSVM's accuracy.  The last line is
 the verdict: the fastest setting at LIBSVM's accuracy or above, and its time
 against LIBSVM's (target < 1), or that none reached it.
 
+The row "exact squared hinge" is the problem every Nyström fit approximates,
+solved without landmarks (:func:`dsvm.reference.exact_squared_hinge`, started
+from the active set of a k = 1000 fit, whose time it includes): the accuracy
+dsvm's loss reaches at this C and γ as k grows.  ``--no-exact`` skips it.
+
 Usage::
 
     python benchmarks/bench_reach_libsvm.py [--data-dir ../shared/data] [--dataset ijcnn1] [--gamma 2]
-        [--settings pivoted:2000,pivoted:3000,uniform:4000:implicit] [--repeats 3]
+        [--settings pivoted:2000,pivoted:3000,uniform:4000:implicit] [--repeats 3] [--no-exact]
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from pathlib import Path
 from common import DEFAULT_DATA_DIR, REPO, load_libsvm, machine, save_json, table, timed
 
 C = 10.0
-SETTINGS = "pivoted:2000,pivoted:3000,pivoted:4000,uniform:3000,uniform:4000,uniform:6000:implicit"
+SETTINGS = "pivoted:2000,pivoted:4000,active:3000:implicit,active:4000:implicit,uniform:6000:implicit"
 
 
 def _fit_dsvm(Xtr, ytr, gamma: float, landmarks: str, k: int, store: str):
@@ -37,6 +42,19 @@ def _fit_dsvm(Xtr, ytr, gamma: float, landmarks: str, k: int, store: str):
                            random_state=0).fit(Xtr, ytr)
 
 
+def _fit_exact(Xtr, ytr, gamma: float):
+    """The exact kernel squared-hinge SVM, started from the rows a k = 1000 Nyström fit leaves active."""
+    import numpy as np
+
+    from dsvm import KernelSpec
+    from dsvm.reference import exact_squared_hinge
+
+    start = _fit_dsvm(Xtr, ytr, gamma, "pivoted", 1000, "auto")
+    y_pm = np.where(ytr == start.classes_[1], 1.0, -1.0)
+    active = np.flatnonzero(y_pm * np.asarray(start.decision_function(Xtr)) < 1.0)
+    return exact_squared_hinge(Xtr.toarray(), ytr, C, KernelSpec("rbf", gamma=gamma), active=active)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
@@ -44,6 +62,7 @@ def main() -> None:
     ap.add_argument("--gamma", type=float, default=2.0)
     ap.add_argument("--settings", default=SETTINGS)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--no-exact", action="store_true", help="skip the exact squared-hinge SVM")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "reach_libsvm.json")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -63,9 +82,15 @@ def main() -> None:
         rows.append({"setting": setting, "fit_s": fit_s, "runs": [round(t, 2) for t in runs], "accuracy": 100 * acc,
                      "vs_libsvm": fit_s / lib_s, "reached": "yes" if acc >= lib_acc else "no",
                      "hessian": model.solver_stats_["hessian"]})
+    if not args.no_exact:
+        exact_s, _, exact = timed(functools.partial(_fit_exact, Xtr, ytr, args.gamma))
+        acc = float((exact.predict(Xte.toarray()) == yte).mean())
+        rows.append({"setting": "exact squared hinge", "fit_s": exact_s, "accuracy": 100 * acc,
+                     "vs_libsvm": exact_s / lib_s, "reached": "yes" if acc >= lib_acc else "no",
+                     "hessian": f"{exact.n_iter} iterations, {exact.support.size} support vectors"})
     print(f"{args.dataset}, C = {C}, gamma = {args.gamma}; {machine()}; medians of {args.repeats} fits")
     print(table(rows, ["setting", "fit_s", "accuracy", "vs_libsvm", "reached", "hessian"]))
-    reached = [r for r in rows[1:] if r["reached"] == "yes"]
+    reached = [r for r in rows[1:] if r["reached"] == "yes" and r["setting"] != "exact squared hinge"]
     if reached:
         best = min(reached, key=lambda r: r["fit_s"])
         verdict = "PASS" if best["fit_s"] < lib_s else "FAIL"
@@ -73,7 +98,7 @@ def main() -> None:
               f"{best['fit_s']:.2f} s = {best['vs_libsvm']:.2f}x LIBSVM's {lib_s:.2f} s (target < 1)")
     else:
         print(f"FAIL: no setting reaches LIBSVM's {100 * lib_acc:.2f} % (best "
-              f"{max(r['accuracy'] for r in rows[1:]):.2f} %)")
+              f"{max(r['accuracy'] for r in rows[1:] if r['setting'] != 'exact squared hinge'):.2f} %)")
     save_json({"machine": machine(), "dataset": args.dataset, "rows": rows}, args.out)
 
 

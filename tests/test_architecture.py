@@ -285,6 +285,9 @@ USER_NAMES = {
     "dsvm.svm": {"NystroemSVC", "NystroemSVR", "PegasosSVC", "save_model", "load_model", "evaluate",
                  "export_onnx", "to_sklearn", "to_onnx"},
     "dsvm.model_selection": {"NystroemSVCCV", "DEFAULT_GRID"},
+    # the references users check solvers against (the user guide's table; the benchmarks)
+    "dsvm.reference": {"primal_qp", "subgradient_descent", "exact_squared_hinge", "hinge_objective", "binary_labels",
+                       "PrimalQPResult", "DualQPResult", "SubgradientResult", "SquaredHingeResult"},
 }
 # the modules of a sub-package a user may import by name; every other module is _private.py
 PUBLIC_MODULES = {

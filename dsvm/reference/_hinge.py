@@ -42,8 +42,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array
 
-from .approx import KernelSpec, kernel_matrix
-from .checks import check_positive, check_positive_int
+from ..approx import KernelSpec, kernel_matrix
+from ..checks import check_positive, check_positive_int
 
 logger = logging.getLogger(__name__)
 

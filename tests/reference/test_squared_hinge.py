@@ -1,0 +1,77 @@
+"""dsvm.reference.exact_squared_hinge: the exact kernel squared-hinge SVM.
+
+Oracles: NystroemSVC with every training row a landmark (the same problem, solved by dsvm's Newton
+method on its features); the problem's optimality conditions; starts that must not change the optimum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dsvm import KernelSpec, NystroemSVC
+from dsvm.reference import exact_squared_hinge
+
+SPEC = KernelSpec("rbf", gamma=0.5)
+
+
+def _problem(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] ** 2 + 0.5 * X[:, 1] ** 2 + 0.3 * rng.normal(size=n) > 1.0, "out", "in")
+    return X, y
+
+
+def test_the_optimum_of_nystroem_with_every_row_a_landmark():
+    X, y = _problem()
+    exact = exact_squared_hinge(X, y, C=5.0, spec=SPEC)
+    full = NystroemSVC(C=5.0, gamma=0.5, n_components=len(X), dtype="float64", tol=1e-12, eig_rtol=1e-14,
+                       random_state=0).fit(X, y)
+    assert full.components_.shape[0] == len(X)
+    np.testing.assert_allclose(exact.objective, full.objective_, rtol=1e-7)
+    X_test, _ = _problem(100, seed=1)
+    np.testing.assert_allclose(exact.decision_function(X_test), full.decision_function(X_test), rtol=1e-5, atol=1e-6)
+    assert exact.predict(X_test).tolist() == full.predict(X_test).tolist()
+
+
+def test_optimality_conditions():
+    X, y = _problem()
+    C = 5.0
+    r = exact_squared_hinge(X, y, C=C, spec=SPEC)
+    y_pm = np.where(y == r.classes[1], 1.0, -1.0)
+    f = r.decision_function(X)
+    # β = 2C (y − f) on the rows of margin below 1 and zero elsewhere; the bias makes Σ β = 0
+    active = np.flatnonzero(y_pm * f < 1)
+    np.testing.assert_array_equal(r.support, active)
+    np.testing.assert_allclose(r.beta, 2 * C * (y_pm[active] - f[active]), rtol=1e-8, atol=1e-10)
+    assert abs(r.beta.sum()) < 1e-8 * np.abs(r.beta).sum()
+
+
+@pytest.mark.parametrize("start", ["few", "wrong", "empty"])
+def test_any_start_reaches_the_same_optimum(start):
+    X, y = _problem()
+    ref = exact_squared_hinge(X, y, C=5.0, spec=SPEC)
+    rows = {"few": np.arange(0, len(X), 7), "wrong": np.setdiff1d(np.arange(len(X)), ref.support),
+            "empty": np.zeros(0, dtype=int)}[start]
+    other = exact_squared_hinge(X, y, C=5.0, spec=SPEC, active=rows)
+    np.testing.assert_allclose(other.objective, ref.objective, rtol=1e-10)
+    np.testing.assert_array_equal(other.support, ref.support)
+
+
+def test_bad_input_is_named():
+    X, y = _problem()
+    with pytest.raises(ValueError, match="max_active=100"):
+        exact_squared_hinge(X, y, C=1.0, spec=SPEC, max_active=100)
+    with pytest.raises(ValueError, match="outside 0..239"):
+        exact_squared_hinge(X, y, C=1.0, spec=SPEC, active=[0, 240])
+    with pytest.raises(ValueError, match="two classes"):
+        exact_squared_hinge(X, np.zeros(len(X)), C=1.0, spec=SPEC)
+
+
+def test_the_docstring_example_runs():
+    import doctest
+
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in doctest.DocTestFinder().find(exact_squared_hinge, "exact_squared_hinge"):
+        runner.run(test)
+    assert runner.tries >= 5 and runner.failures == 0
