@@ -36,6 +36,7 @@ import scipy.linalg
 from sklearn.exceptions import ConvergenceWarning
 
 from ..approx import KernelSpec, kernel_matrix
+from ..checks import check_positive_int
 from ._hinge import _check_X_y
 
 logger = logging.getLogger(__name__)
@@ -130,6 +131,18 @@ def _objective(beta: np.ndarray, f_support: np.ndarray, b: float, f: np.ndarray,
     return 0.5 * float(beta @ (f_support - b)) + C * float(np.sum(np.maximum(0.0, 1.0 - y * f) ** 2))
 
 
+def _check_active(active, n: int) -> np.ndarray:
+    """The sorted distinct row indices of ``active`` (a 1-D sequence of integers in 0..n-1)."""
+    rows = np.asarray(active)
+    if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
+        raise ValueError(f"active must be a 1-D sequence of row indices, got an array of shape {rows.shape} "
+                         f"and dtype {rows.dtype}")
+    rows = np.unique(rows.astype(np.int64))
+    if rows.size and (rows[0] < 0 or rows[-1] >= n):
+        raise ValueError(f"active holds row indices outside 0..{n - 1}")
+    return rows
+
+
 def exact_squared_hinge(X, y, C: float, spec: KernelSpec, active=None, max_iter: int = 100,
                         max_active: int = 30_000) -> SquaredHingeResult:
     """The exact kernel squared-hinge SVM (bias not regularised) by Newton's method on the active set.
@@ -173,14 +186,14 @@ def exact_squared_hinge(X, y, C: float, spec: KernelSpec, active=None, max_iter:
     True
     """
     X, y_pm, classes, C = _check_X_y(X, y, C)
-    n = X.shape[0]
-    A = np.arange(n) if active is None else np.unique(np.asarray(active, dtype=np.int64))
-    if A.size and (A[0] < 0 or A[-1] >= n):
-        raise ValueError(f"active holds row indices outside 0..{n - 1}")
+    if not isinstance(spec, KernelSpec):
+        raise TypeError(f"spec must be a KernelSpec (dsvm.KernelSpec('rbf', gamma=...)), got {type(spec).__name__}")
+    max_iter, max_active = check_positive_int("max_iter", max_iter), check_positive_int("max_active", max_active)
+    A = np.arange(X.shape[0]) if active is None else _check_active(active, X.shape[0])
     support, beta, b, f = np.zeros(0, dtype=np.int64), np.zeros(0), 0.0, None
     for it in range(1, max_iter + 1):
         if not A.size:  # no row active: restart from the rows active at f = 0 (the optimum always has some)
-            A = np.arange(n)
+            A = np.arange(X.shape[0])
         if A.size > max_active:
             raise ValueError(f"the active set holds {A.size} rows, more than max_active={max_active}: "
                              "start from a smaller one (active=)")

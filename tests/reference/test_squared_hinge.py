@@ -66,6 +66,14 @@ def test_bad_input_is_named():
         exact_squared_hinge(X, y, C=1.0, spec=SPEC, active=[0, 240])
     with pytest.raises(ValueError, match="two classes"):
         exact_squared_hinge(X, np.zeros(len(X)), C=1.0, spec=SPEC)
+    with pytest.raises(ValueError, match="1-D sequence of row indices"):
+        exact_squared_hinge(X, y, C=1.0, spec=SPEC, active=[0.5, 1.5])
+    with pytest.raises(ValueError, match="1-D sequence of row indices"):
+        exact_squared_hinge(X, y, C=1.0, spec=SPEC, active=[[0, 1]])
+    with pytest.raises(ValueError, match="max_iter"):
+        exact_squared_hinge(X, y, C=1.0, spec=SPEC, max_iter=0)
+    with pytest.raises(TypeError, match="KernelSpec"):
+        exact_squared_hinge(X, y, C=1.0, spec="rbf")
 
 
 def test_the_docstring_example_runs():
@@ -75,3 +83,12 @@ def test_the_docstring_example_runs():
     for test in doctest.DocTestFinder().find(exact_squared_hinge, "exact_squared_hinge"):
         runner.run(test)
     assert runner.tries >= 5 and runner.failures == 0
+
+
+def test_an_active_set_still_changing_at_max_iter_is_a_warning():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _problem()
+    with pytest.warns(ConvergenceWarning, match="after 1 iterations"):
+        r = exact_squared_hinge(X, y, C=5.0, spec=SPEC, active=np.arange(0, len(X), 7), max_iter=1)
+    assert r.n_iter == 1 and r.objective > exact_squared_hinge(X, y, C=5.0, spec=SPEC).objective
