@@ -5,7 +5,7 @@ The public names below are loaded on first use (PEP 562), so that
 scikit-learn and Dask arrays.  The layers are sub-packages (see
 ARCHITECTURE.md): ``dsvm.blocks``, ``dsvm.approx``, ``dsvm.problems``,
 ``dsvm.solvers``, ``dsvm.svm``, ``dsvm.model_selection``, ``dsvm.io``,
-``dsvm.experiments``, ``dsvm.app`` and the module ``dsvm.reference``.
+``dsvm.experiments``, ``dsvm.app`` and the package ``dsvm.reference``.
 """
 
 from .lazy import defer_sparse_chunk_type, lazy_names

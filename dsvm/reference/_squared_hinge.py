@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
 
 from ..approx import KernelSpec, kernel_matrix
@@ -43,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 #: rows of kernel values computed at once when a function is evaluated on every row
 BLOCK_ROWS = 4096
-#: bisection steps of the line search (the step is found to 2⁻⁶⁰)
+#: bisection steps of the line search (to the resolution of a float64 step)
 LINE_SEARCH_STEPS = 60
 
 
@@ -54,17 +55,31 @@ class SquaredHingeResult:
     Attributes
     ----------
     support : ndarray of shape (n_support,)
-        Training rows with a nonzero coefficient (the last active set).
+        Training rows with a nonzero coefficient: the rows of margin below 1 at the solution.
     support_vectors : ndarray of shape (n_support, p)
+        Those rows.
     beta : ndarray of shape (n_support,)
+        Their coefficients, ``2C (y − f)`` on each.
     b : float
+        The bias.
     objective : float
         ``½ βᵀKβ + C Σ max(0, 1 − y f)²`` at the solution.
     n_iter : int
         Newton iterations.
     spec : KernelSpec
+        The kernel.
     classes : ndarray of shape (2,)
         ``classes[1]`` is predicted where ``f > 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dsvm import KernelSpec
+    >>> from dsvm.reference import exact_squared_hinge
+    >>> X = np.array([[0.0], [0.2], [1.0], [1.2]])
+    >>> result = exact_squared_hinge(X, ["a", "a", "b", "b"], C=10.0, spec=KernelSpec("rbf", gamma=1.0))
+    >>> result.predict([[0.1], [1.1]]).tolist()
+    ['a', 'b']
     """
 
     support: np.ndarray
@@ -76,12 +91,30 @@ class SquaredHingeResult:
     spec: KernelSpec
     classes: np.ndarray
 
-    def decision_function(self, X) -> np.ndarray:
-        """``f(X)``, shape (n,)."""
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
+        """The function's values ``f(X)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+        """
         return _function(np.asarray(X, dtype=np.float64), self.support_vectors, self.beta, self.b, self.spec)
 
-    def predict(self, X) -> np.ndarray:
-        """The labels ``f(X)`` predicts."""
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """The labels ``f(X)`` predicts: ``classes[1]`` where ``f > 0``, else ``classes[0]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, p)
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
         return self.classes[(self.decision_function(X) > 0).astype(int)]
 
 
@@ -104,7 +137,7 @@ def _active_optimum(K_AA: np.ndarray, y_A: np.ndarray, C: float) -> tuple[np.nda
     return solution[:m], float(solution[m])
 
 
-def _exact_step(f0, f1, q, y: np.ndarray, C: float) -> float:
+def _exact_step(f0: np.ndarray, f1: np.ndarray, q: tuple[float, float, float], y: np.ndarray, C: float) -> float:
     """The step ``t`` in [0, 1] minimising the objective from ``(β0, f0)`` towards ``(β1, f1)``.
 
     ``q = (β0ᵀKβ0, β0ᵀKβ1, β1ᵀKβ1)``; the objective along the step is convex and
@@ -131,7 +164,7 @@ def _objective(beta: np.ndarray, f_support: np.ndarray, b: float, f: np.ndarray,
     return 0.5 * float(beta @ (f_support - b)) + C * float(np.sum(np.maximum(0.0, 1.0 - y * f) ** 2))
 
 
-def _check_active(active, n: int) -> np.ndarray:
+def _check_active(active: ArrayLike, n: int) -> np.ndarray:
     """The sorted distinct row indices of ``active`` (a 1-D sequence of integers in 0..n-1)."""
     rows = np.asarray(active)
     if rows.ndim != 1 or (rows.size and rows.dtype.kind not in "iu"):
@@ -143,8 +176,8 @@ def _check_active(active, n: int) -> np.ndarray:
     return rows
 
 
-def exact_squared_hinge(X, y, C: float, spec: KernelSpec, active=None, max_iter: int = 100,
-                        max_active: int = 30_000) -> SquaredHingeResult:
+def exact_squared_hinge(X: ArrayLike, y: ArrayLike, C: float, spec: KernelSpec, active: ArrayLike | None = None,
+                        max_iter: int = 100, max_active: int = 30_000) -> SquaredHingeResult:
     """The exact kernel squared-hinge SVM (bias not regularised) by Newton's method on the active set.
 
     Parameters
@@ -158,11 +191,14 @@ def exact_squared_hinge(X, y, C: float, spec: KernelSpec, active=None, max_iter:
     spec : KernelSpec
         The kernel.
     active : array-like of int, optional
-        Rows to start from as the active set (the rows of margin below 1 under a Nyström fit, say);
-        every row by default (the rows active at ``f = 0``), which costs an ``n x n`` system, and where empty.
+        Rows to start from as the active set (the rows of margin below 1 under a Nyström fit, say).
+        When None or empty: every row (those active at ``f = 0``), which needs ``n <= max_active``.
     max_iter : int, default=100
+        From a start far from the optimum the line search can take short steps (large C): start from a
+        Nyström fit's active rows, from which a few iterations suffice.
     max_active : int, default=30000
-        The largest active set whose system is formed (``8 max_active²`` bytes).
+        The largest active set whose system is formed (its kernel matrix and the bordered system:
+        ``16 max_active²`` bytes).
 
     Returns
     -------
@@ -171,8 +207,16 @@ def exact_squared_hinge(X, y, C: float, spec: KernelSpec, active=None, max_iter:
     Raises
     ------
     ValueError
-        If an active set holds more than ``max_active`` rows (start from a smaller one), or the input is
-        not a binary problem with one label per row.
+        If an active set holds more than ``max_active`` rows (start from a smaller one); ``active`` is not a
+        1-D sequence of row indices in range; ``max_iter`` or ``max_active`` is not a positive integer; the
+        input is not a binary problem with one label per row.
+    TypeError
+        If ``spec`` is not a :class:`~dsvm.KernelSpec`.
+
+    Warns
+    -----
+    sklearn.exceptions.ConvergenceWarning
+        When ``max_iter`` iterations end away from the optimum.
 
     Examples
     --------
@@ -199,7 +243,10 @@ def exact_squared_hinge(X, y, C: float, spec: KernelSpec, active=None, max_iter:
                              "start from a smaller one (active=)")
         beta_A, b_A = _active_optimum(kernel_matrix(X[A], X[A], spec), y_pm[A], C)
         f_A = _function(X, X[A], beta_A, b_A, spec)
-        if f is None:
+        # the Newton point is the optimum when the rows it leaves active are A: no line search there (its
+        # slope at the optimum is rounding noise, whose sign would stall the iteration)
+        optimal = np.array_equal(np.flatnonzero(y_pm * f_A < 1.0), A)
+        if f is None or optimal:
             t = 1.0
         else:
             q = (float(beta @ (f[support] - b)), float(beta @ (f_A[support] - b_A)), float(beta_A @ (f_A[A] - b_A)))
@@ -210,15 +257,14 @@ def exact_squared_hinge(X, y, C: float, spec: KernelSpec, active=None, max_iter:
         coef[np.searchsorted(union, support)] += (1.0 - t) * beta
         f = f_A if f is None else (1.0 - t) * f + t * f_A
         support, beta, b = union[coef != 0.0], coef[coef != 0.0], (1.0 - t) * b + t * b_A
-        next_A = np.flatnonzero(y_pm * f < 1.0)
         logger.info("exact squared hinge: iteration %d, |A| = %d, step %.3g, objective %.10g",
                     it, A.size, t, _objective(beta, f[support], b, f, y_pm, C))
-        if t == 1.0 and np.array_equal(next_A, A):
+        if optimal:
             break
-        A = next_A
+        A = np.flatnonzero(y_pm * f < 1.0)
     else:
-        warnings.warn(f"exact_squared_hinge: the active set still changed after {max_iter} iterations",
-                      ConvergenceWarning, stacklevel=2)
+        warnings.warn(f"exact_squared_hinge did not converge in {max_iter} iterations (raise max_iter, or start "
+                      "from the rows a Nyström fit leaves active)", ConvergenceWarning, stacklevel=2)
     return SquaredHingeResult(support=support, support_vectors=X[support], beta=beta, b=b,
                               objective=_objective(beta, f[support], b, f, y_pm, C), n_iter=it, spec=spec,
                               classes=classes)
