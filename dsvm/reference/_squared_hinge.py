@@ -35,6 +35,7 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_array
 
 from ..approx import KernelSpec, kernel_matrix
 from ..checks import check_positive_int
@@ -102,7 +103,8 @@ class SquaredHingeResult:
         -------
         ndarray of shape (n,), float64
         """
-        return _function(np.asarray(X, dtype=np.float64), self.support_vectors, self.beta, self.b, self.spec)
+        X = check_array(X, dtype=np.float64, input_name="X")  # NaN or infinity: one line, never a label
+        return _function(X, self.support_vectors, self.beta, self.b, self.spec)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """The labels ``f(X)`` predicts: ``classes[1]`` where ``f > 0``, else ``classes[0]``.

@@ -108,3 +108,10 @@ def test_an_active_set_still_changing_at_max_iter_is_a_warning():
     with pytest.warns(ConvergenceWarning, match="did not converge in 1 iterations"):
         r = exact_squared_hinge(X, y, C=5.0, spec=SPEC, active=np.arange(0, len(X), 7), max_iter=1)
     assert r.n_iter == 1 and r.objective > exact_squared_hinge(X, y, C=5.0, spec=SPEC).objective
+
+
+def test_a_row_with_nan_is_refused_not_labelled():
+    X, y = _problem()
+    r = exact_squared_hinge(X, y, C=5.0, spec=SPEC)
+    with pytest.raises(ValueError, match="NaN"):
+        r.predict(np.array([[0.0, np.nan, 1.0]]))
