@@ -10,8 +10,13 @@ FALKON fits the squared loss to the ±1 labels and predicts their sign.
 Prints fit seconds and test accuracy per k, dsvm's time against FALKON's at
 each k, and how each one's time grows from the smallest k to the largest.
 
-FALKON is not a dependency of dsvm: install it yourself (it needs PyTorch;
-``pip install falkon`` builds it for CPU) to get its columns.
+FALKON is not a dependency of dsvm, and it is not on PyPI: to get its columns,
+install PyTorch and build FALKON from its source for CPU, in an environment of
+its own (PyTorch from PyPI brings several GB of CUDA libraries)::
+
+    pip install torch ninja wheel setuptools
+    FORCE_ONLY_CPU=1 pip install --no-build-isolation git+https://github.com/FalkonML/falkon.git
+    pip install -e /path/to/dsvm
 
 Usage::
 
