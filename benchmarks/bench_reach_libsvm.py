@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import statistics
 import warnings
 from pathlib import Path
 
@@ -61,11 +62,9 @@ def _fit_exact(Xtr, ytr, gamma: float):
 
 def _setting_row(setting: str, Xtr, ytr, Xte, yte, args, lib_s: float, lib_acc: float) -> dict:
     """One ``landmarks:k[:store]`` setting fitted with each seed: median time over all fits, median accuracy."""
-    import statistics
-
     landmarks, k, *store = setting.split(":")
     store = store[0] if store else "auto"
-    runs, accuracies, model = [], [], None
+    runs, accuracies = [], []
     for seed in range(args.seeds):
         _, seed_runs, model = timed(functools.partial(_fit_dsvm, Xtr, ytr, args.gamma, landmarks, int(k), store,
                                                       seed), args.repeats)
@@ -89,6 +88,8 @@ def main() -> None:
     ap.add_argument("--no-exact", action="store_true", help="skip the exact squared-hinge SVM")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "reach_libsvm.json")
     args = ap.parse_args()
+    if args.seeds < 1 or args.repeats < 1:
+        ap.error("--seeds and --repeats must be at least 1")
     logging.basicConfig(level=logging.WARNING)
     from sklearn.svm import SVC
 
