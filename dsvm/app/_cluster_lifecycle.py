@@ -282,13 +282,9 @@ def wait_for_workers(client, cluster, n: int, timeout: float, where: str, failur
 
 
 def _timeout_message(client, n: int, timeout: float, where: str, states: dict[str, JobState]) -> str:
-    try:
-        try:
-            have = len(client.scheduler_info(n_workers=-1).get("workers", {}))
-        except TypeError:  # older distributed without n_workers=
-            have = len(client.scheduler_info().get("workers", {}))
-    except Exception:  # the scheduler does not answer either: no worker is known
-        have = 0
+    from ..blocks import scheduler_workers
+
+    have = len(scheduler_workers(client) or {})  # None: the scheduler does not answer either, no worker is known
     jobs = "; ".join(s.describe() for s in states.values())
     jobs = f" ({jobs})" if jobs else ""
     return (f"{where}: only {have} of {n} workers joined within {timeout:g} s{jobs}; check the queue "

@@ -45,7 +45,7 @@ from ._scratch import (
     remove_temporary_folder,
     temporary_folder,
 )
-from ._waiting import gather
+from ._waiting import gather, scheduler_workers
 
 __all__ = [
     "RowBlocks", "as_row_blocks", "from_blocks", "aligned_vector", "row_index_blocks", "lazy_result",
@@ -53,5 +53,5 @@ __all__ = [
     "BlockReduction", "current_block_key", "thread_buffer", "active_client", "probe_workers", "available_memory",
     "cluster_memory", "check_worker_memory", "task_sized_blocks", "describe_scheduler", "row_uniform", "row_hash",
     "claim_folder", "make_temporary_folder", "remove_temporary_folder", "temporary_folder", "find_leftovers",
-    "remove_leftover",
+    "remove_leftover", "scheduler_workers",
 ]

@@ -53,11 +53,20 @@ class PinnedWorkerLost(RuntimeError):
 
 
 def scheduler_workers(client) -> dict[str, dict] | None:
-    """The scheduler's view of every worker (``scheduler_info``), or None when the scheduler does not answer."""
+    """The scheduler's view of every worker, or None when the scheduler does not answer.
+
+    Asked of the scheduler directly: ``Client.scheduler_info`` returns a cache
+    that the client's periodic refresh (which fetches no workers) can overwrite
+    between the fetch and the return, so it sometimes names no worker at all.
+    """
     try:
-        return dict(client.scheduler_info(n_workers=-1)["workers"])
-    except TypeError:  # older distributed without n_workers=
-        return dict(client.scheduler_info()["workers"])
+        if client.asynchronous:  # pragma: no cover - dsvm's clients are synchronous
+            return dict(client.scheduler_info()["workers"])
+        try:
+            identity = client.sync(client.scheduler.identity, n_workers=-1)
+        except TypeError:  # older distributed without n_workers=
+            identity = client.sync(client.scheduler.identity)
+        return dict(identity["workers"])
     except Exception:  # the scheduler itself is gone: let gather raise its error
         return None
 

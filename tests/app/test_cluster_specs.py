@@ -20,6 +20,7 @@ import pytest
 from helpers import run_dsvm
 
 from dsvm.app.cluster import ClusterSpecError, connect, load_cluster_spec, validate_cluster_spec
+from dsvm.blocks import scheduler_workers
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "cluster").glob("*.yaml"))
@@ -60,9 +61,10 @@ def test_local_spec_starts_on_localhost_only():
     """cluster/local.yaml really starts, and scheduler, workers and dashboard are on 127.0.0.1."""
     with connect(REPO / "cluster" / "local.yaml") as client:
         info = client.scheduler_info()
+        workers = scheduler_workers(client)
         assert _host(info["address"]) == "127.0.0.1"
-        assert len(info["workers"]) >= 1
-        assert all(_host(w) == "127.0.0.1" for w in info["workers"])
+        assert len(workers) >= 1
+        assert all(_host(w) == "127.0.0.1" for w in workers)
         assert client.dashboard_link.startswith("http://127.0.0.1:")
         assert client.submit(sum, [1, 2, 3]).result() == 6
 
@@ -71,7 +73,7 @@ def test_default_local_cluster_listens_on_localhost():
     with connect(local={"n_workers": 1, "threads_per_worker": 1}) as client:
         info = client.scheduler_info()
         assert _host(info["address"]) == "127.0.0.1"
-        assert all(_host(w) == "127.0.0.1" for w in info["workers"])
+        assert [_host(w) for w in scheduler_workers(client)] == ["127.0.0.1"]
         assert client.dashboard_link.startswith("http://127.0.0.1:")
 
 
@@ -453,7 +455,7 @@ def test_minimal_spec_listens_on_localhost_only_dashboard_included(tmp_path):
     with connect(path) as client:
         info = client.scheduler_info()
         assert _host(info["address"]) == "127.0.0.1"
-        assert all(_host(w) == "127.0.0.1" for w in info["workers"])
+        assert [_host(w) for w in scheduler_workers(client)] == ["127.0.0.1"]
         assert client.dashboard_link.startswith("http://127.0.0.1:")
         me = psutil.Process()
         addresses = _listening(me).union(*(_listening(p) for p in me.children(recursive=True)))
@@ -630,7 +632,7 @@ def test_good_local_cluster_sizes_are_used(tmp_path):
     kwargs = {"n_workers": 1, "threads_per_worker": 2, "memory_limit": "1GiB"}
     assert check_local_sizes(kwargs) == kwargs and check_local_sizes({"memory_limit": "auto"})
     with connect(local=kwargs) as client:
-        (worker,) = client.scheduler_info()["workers"].values()
+        (worker,) = scheduler_workers(client).values()
     assert worker["nthreads"] == 2 and worker["memory_limit"] == 2**30
 
 

@@ -8,6 +8,7 @@ import scipy.sparse as sp
 from helpers import make_circles_problem
 
 from dsvm import NystroemSVC
+from dsvm.blocks import scheduler_workers
 
 PARAMS = dict(C=10.0, gamma=0.3, n_components=80, random_state=0, tol=1e-6)
 
@@ -102,7 +103,7 @@ def test_separate_worker_processes_each_hold_part_of_F_and_give_the_single_proce
         monkeypatch.setattr(DaskBlocks, "map_reduce", metered)
         with client.as_current():
             multi = NystroemSVC(**params).fit(ds)
-        held = [w["metrics"]["managed_bytes"] for w in client.scheduler_info()["workers"].values()]
+        held = [w["metrics"]["managed_bytes"] for w in scheduler_workers(client).values()]
     finally:
         client.close()
         stop(workers + [sched])

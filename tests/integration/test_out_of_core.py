@@ -15,6 +15,7 @@ import pytest
 
 import dsvm
 from dsvm.app.cluster import connect
+from dsvm.blocks import scheduler_workers
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +34,9 @@ def test_feature_matrix_three_times_the_cluster_memory(tmp_path, store):
 
     local = dict(n_workers=2, threads_per_worker=1, memory_limit=worker_memory)
     with connect(local=local) as client:
-        workers_before = set(client.scheduler_info()["workers"])
+        workers_before = set(scheduler_workers(client))
         model = dsvm.NystroemSVC(**PARAMS, feature_store=store).fit(ds)
-        workers_after = set(client.scheduler_info()["workers"])
+        workers_after = set(scheduler_workers(client))
         logs = client.get_worker_logs()
         spilled = client.run(lambda dask_worker: [str(key) for key in getattr(dask_worker.data, "slow", ())])
 

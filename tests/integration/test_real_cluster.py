@@ -16,6 +16,8 @@ import pytest
 from helpers import make_circles_problem, run_dsvm
 from procs import spawn, stop
 
+from dsvm.blocks import scheduler_workers
+
 pytestmark = pytest.mark.slow
 
 TRAIN = ["-C", "10", "--gamma", "0.2", "-k", "120", "--random-state", "0", "--tol", "1e-6"]
@@ -118,7 +120,7 @@ def test_train_on_attached_scheduler_matches_local(dask_cluster, dataset):
     assert np.mean(load_model(tmp / "local.npz").predict(X) == y) > 0.9  # it learnt the sphere
 
     # the attached cluster is left running, and no client stays connected
-    assert len(client.scheduler_info()["workers"]) == 2
+    assert len(scheduler_workers(client)) == 2
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         clients = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.clients))

@@ -14,6 +14,7 @@ from helpers import KillOnIteration
 from procs import start_scheduler, start_worker, stop
 
 import dsvm
+from dsvm.blocks import scheduler_workers
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +68,7 @@ def test_fit_survives_the_loss_of_a_worker(two_workers, dataset):
     handler = KillOnIteration(2, kill_one)
     disturbed = _fit_with_handler(client, dataset, handler)
     assert handler.fired and workers[0].poll() is not None
-    assert len(client.scheduler_info()["workers"]) == 1
+    assert len(scheduler_workers(client)) == 1
     np.testing.assert_allclose(disturbed.coef_, undisturbed.coef_, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(disturbed.intercept_, undisturbed.intercept_, rtol=1e-8, atol=1e-10)
 
@@ -156,6 +157,6 @@ def test_a_worker_lost_during_a_pinned_pass_runs_it_again_unpinned(two_workers, 
         assert len(holders) == 2  # both workers hold blocks, so the pass needs w0
         with caplog.at_level(logging.WARNING, logger="dsvm.blocks._dask_blocks"):
             total = blocks.map_reduce(sum_or_die)
-    assert workers[0].poll() is not None and len(client.scheduler_info()["workers"]) == 1
+    assert workers[0].poll() is not None and len(scheduler_workers(client)) == 1
     np.testing.assert_allclose(total, X.sum(axis=0))
     assert "left the cluster during a pass; running the pass again without pinning its tasks" in caplog.text
