@@ -12,7 +12,13 @@ Two maps span the same feature space (``F Fᵀ = K(X, L) K(L, L)⁻¹ K(L, X)``)
   (``r = k``).  Its factorisation costs ``k³/3`` flops instead of the
   eigendecomposition's ~``9 k³``, and
   the projection is a triangular product (TRMM, ``n k²`` flops instead of
-  ``2 n k²``).
+  ``2 n k²``);
+* pivoted Cholesky map, for dependent landmarks above
+  :data:`EIGEN_MAP_MAX_ORDER`: the Cholesky map of the ``r`` landmarks that
+  pivoted Cholesky keeps (LAPACK ``dpstrf``, stopped at the eigen map's
+  cut-off), the others dropped from the map (``FeatureMap.kept``).  A
+  factorisation of ``k² r`` flops and a triangular projection, where the eigen
+  map would cost the eigendecomposition and a ``k x r`` projection.
 
 Following scikit-learn's ``Nystroem`` the stored attribute is
 ``normalization = Mᵀ`` of shape ``(r, k)`` and the features are
@@ -66,6 +72,7 @@ from ._normalization import (
     cholesky_normalization,
     default_eig_rtol,
     nystroem_normalization,
+    pivoted_cholesky_normalization,
 )
 
 logger = logging.getLogger(__name__)
@@ -105,6 +112,10 @@ class FeatureMap:
         ``diag(R)²`` (Cholesky map): the residual variance each landmark adds.
     dtype : numpy dtype
         The features' dtype.
+    kept : ndarray of shape (k,) or None
+        Where the map dropped dependent landmarks (the pivoted Cholesky map):
+        the positions of ``components`` among the landmarks it was built
+        from; None when it keeps them all, in their order.
 
     Examples
     --------
@@ -126,6 +137,7 @@ class FeatureMap:
     normalization: np.ndarray
     eigenvalues: np.ndarray
     dtype: np.dtype = np.dtype(np.float32)
+    kept: np.ndarray | None = field(default=None, repr=False, compare=False)
     _ready_arrays: tuple | None = field(default=None, init=False, repr=False, compare=False)
     _expansion: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -257,6 +269,7 @@ class KernelExpansion:
     components: np.ndarray
     alpha: np.ndarray
     dtype: np.dtype = np.dtype(np.float32)
+    kept: np.ndarray | None = field(default=None, repr=False, compare=False)
     _ready_arrays: tuple | None = field(default=None, repr=False, compare=False)
 
     def _ready(self) -> tuple[PreparedLandmarks, np.ndarray]:
@@ -356,7 +369,10 @@ def fit_feature_map(
         Above :data:`EIGEN_MAP_MAX_ORDER` landmarks the Cholesky map is taken
         for either method where ``K(L, L)`` has no eigenvalue the eigen map
         would cut (then the same feature space, in a fraction of the
-        eigendecomposition's time).
+        eigendecomposition's time); where it has, the pivoted Cholesky map
+        of the landmarks that add to the span of the others by more than
+        the cut-off (``components`` then holds fewer rows than
+        ``landmarks``, their positions in ``kept``).
 
     Returns
     -------
@@ -385,18 +401,41 @@ def fit_feature_map(
             f"{_remedies(spec, np.float64)}"
         )
     if method == "cholesky" or len(L) > EIGEN_MAP_MAX_ORDER:
-        try:
-            normalization, lam = cholesky_normalization(K_LL, rtol)
-            if method != "cholesky" and not _no_eigenvalue_cut(K_LL, normalization, rtol):
-                raise np.linalg.LinAlgError("the eigen map would cut eigenvalues of K(L, L)")
-            return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
-                                           dtype=np.dtype(dtype)))
-        except (np.linalg.LinAlgError, NonFiniteError) as e:
-            logger.info("Nystroem: no Cholesky map for the %s landmarks (%s); using the eigen map",
-                        "pivoted" if method == "cholesky" else f"{len(L)}", e)
+        fmap = _cholesky_map(L, K_LL, spec, np.dtype(dtype), rtol, method)
+        if fmap is not None:
+            return fmap
     normalization, lam = nystroem_normalization(K_LL, rtol)
     return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                    dtype=np.dtype(dtype)))
+
+
+def _cholesky_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.dtype, rtol: float,
+                  method: str) -> FeatureMap | None:
+    """The Cholesky map of all the landmarks where it stands in for the eigen map; else, above
+    :data:`EIGEN_MAP_MAX_ORDER` landmarks, the pivoted Cholesky map of the independent ones; else None
+    (the eigen map)."""
+    try:
+        normalization, lam = cholesky_normalization(K_LL, rtol)
+        if method != "cholesky" and not _no_eigenvalue_cut(K_LL, normalization, rtol):
+            raise np.linalg.LinAlgError("the eigen map would cut eigenvalues of K(L, L)")
+        return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
+                                       dtype=dtype))
+    except (np.linalg.LinAlgError, NonFiniteError) as e:
+        large = len(L) > EIGEN_MAP_MAX_ORDER
+        logger.info("Nystroem: no Cholesky map for the %s landmarks (%s); using the %s map",
+                    "pivoted" if method == "cholesky" else f"{len(L)}", e, "pivoted Cholesky" if large else "eigen")
+        if not large:
+            return None
+    # dependent landmarks: the eigendecomposition would cost many times the pivoted factor (~9 k³ flops
+    # against k² r) and its features a dense k x r projection where the pivoted map's is triangular
+    try:
+        normalization, lam, kept = pivoted_cholesky_normalization(K_LL, rtol)
+        in_order = len(kept) == len(L) and bool(np.all(kept == np.arange(len(L))))
+        return _checked_map(FeatureMap(spec=spec, components=L[kept], normalization=normalization, eigenvalues=lam,
+                                       dtype=dtype, kept=None if in_order else kept))
+    except (np.linalg.LinAlgError, NonFiniteError) as e:
+        logger.info("Nystroem: no pivoted Cholesky map for the %d landmarks (%s); using the eigen map", len(L), e)
+        return None
 
 
 def _checked_map(fmap: FeatureMap) -> FeatureMap:

@@ -144,7 +144,7 @@ def _separate_pairs(est, ctx, landmarks: dict, spec, c_rows_by_k: dict, solve_pa
             t_feat = time.perf_counter() - t1
             stats.update(feature_seconds=t_feat, feature_stores=1)
             pair = solve_pair(fstore.features, c_rows, t_feat, f"k={k}", None)
-        results[k] = (pair, record_functions(landmarks[k], fmap.normalization, pair.W, pair.Cs, c_rows))
+        results[k] = (pair, record_functions(fmap.components, fmap.normalization, pair.W, pair.Cs, c_rows))
     return results, stats
 
 

@@ -136,15 +136,20 @@ def _chosen(path: list[dict], k_tol: float) -> dict:
 
 def start_from(earlier) -> Callable:
     """``start(feature_map)``: an earlier fit's model as a starting point on ``feature_map`` where its
-    landmarks are the first of that map's (nested landmarks: uniform ones with the same seed), else None."""
+    landmarks are the first of that map's (nested landmarks: uniform ones with the same seed), or where that
+    map dropped dependent landmarks (the pivoted Cholesky map, ``kept``); else None."""
     old = earlier.feature_map
     alpha = earlier.coef @ np.asarray(old.normalization, dtype=np.float64)  # the landmarks' coefficients
 
     def start(fmap):
         k = old.n_components
-        if fmap.n_components < k or not np.array_equal(fmap.components[:k], old.components):
+        if fmap.n_components >= k and np.array_equal(fmap.components[:k], old.components):
+            weights = landmark_weights(alpha, fmap.normalization, fmap.eigenvalues)
+        elif fmap.kept is not None:
+            # Σ α_i K(·, l_i) in the new features: w = F(L_old)ᵀ α, exact for the landmarks the map kept
+            weights = alpha @ np.asarray(fmap.transform_block(old.components), dtype=np.float64)
+        else:
             return None
-        weights = landmark_weights(alpha, fmap.normalization, fmap.eigenvalues)
         return [np.append(w, b) for w, b in zip(weights, earlier.intercept)]
 
     return start

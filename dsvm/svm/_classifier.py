@@ -204,7 +204,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Platt sigmoid ``P = 1 / (1 + exp(probA_ * f + probB_))`` of each binary
         problem (only with ``probability=True``).
     n_components_ : int
-        The number of landmarks of the fitted model (the chosen one for ``"auto"``).
+        The number of landmarks of the fitted model (the chosen one for ``"auto"``);
+        below ``n_components`` where more than 2048 landmarks were dependent and
+        the pivoted Cholesky map dropped some (the user guide's landmarks page).
     k_path_ : list of dict or None
         ``n_components="auto"``: the path's fits, ``{"k", "score", "seconds"}``
         (score: accuracy on the held-out rows); None for a fixed k.

@@ -194,7 +194,8 @@ def _begin(est, X_rb, checked, aligned, labels, make_operator, state, feature_ma
     fmap, lm, gamma, timing = _feature_map(
         est, X_rb, lambda spec, k: _active_landmarks(est, X_rb, checked, aligned, len(labels), make_operator, spec, k)
     )
-    return _Begun(fmap, lm.indices, gamma, timing, [])
+    indices = lm.indices if lm.indices is None or fmap.kept is None else np.asarray(lm.indices)[fmap.kept]
+    return _Begun(fmap, indices, gamma, timing, [])
 
 
 def fit_problems(

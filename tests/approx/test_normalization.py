@@ -23,16 +23,45 @@ def test_many_landmarks_get_the_cholesky_map_unless_they_are_dependent(monkeypat
     Fe = rbf_kernel(X, L, gamma=0.2) @ eig.T
     F = many.transform_block(X)
     np.testing.assert_allclose(F @ F.T, Fe @ Fe.T, atol=1e-8)  # the same feature space
+    # dependent landmarks: the pivoted Cholesky map of the independent ones, the same feature space
     dependent = fit_feature_map(np.vstack([L, L[:3]]), spec, dtype=np.float64)
-    assert dependent.normalization.shape[0] <= 40 < dependent.normalization.shape[1]  # eigen map: cut
-    # independent enough for the Cholesky factor's pivots, yet with eigenvalues the eigen map cuts: eigen map
+    assert dependent.normalization.shape == (40, 40) and not np.triu(dependent.normalization, 1).any()
+    assert sorted(dependent.kept % 40) == list(range(40))  # one of each duplicated pair
+    np.testing.assert_array_equal(dependent.components, np.vstack([L, L[:3]])[dependent.kept])
+    Fd = dependent.transform_block(X)
+    np.testing.assert_allclose(Fd @ Fd.T, Fe @ Fe.T, atol=1e-8)
+    # independent enough for the Cholesky factor's pivots, yet with eigenvalues the eigen map cuts
     crowded = rng.normal(size=(600, 5))
     K = nystroem.kernel_matrix(crowded, crowded, spec)
     eigenvalues = np.linalg.eigvalsh(K)
     assert eigenvalues[0] < 1e-6 * eigenvalues[-1]
     assert np.diagonal(np.linalg.cholesky(K + 0.0)).min() ** 2 > 1e-6  # the pivot test alone would pass
     fmap = fit_feature_map(crowded, spec)  # float32: eig_rtol 1e-6
-    assert fmap.normalization.shape[0] < 600 and np.triu(fmap.normalization, 1).any()
+    assert fmap.n_components == fmap.n_output < 600 and not np.triu(fmap.normalization, 1).any()
+    monkeypatch.setattr(nystroem, "EIGEN_MAP_MAX_ORDER", 2048)
+    assert np.triu(fit_feature_map(crowded, spec).normalization, 1).any()  # at or below the bound: the eigen map
+
+
+def test_the_pivoted_map_keeps_the_kernel_on_every_landmark_to_the_cut_off(monkeypatch):
+    """The pivoted Cholesky map drops a landmark only when its squared distance to the span of the kept
+    ones is at most ``eig_rtol · λ_max``: ``F(L) F(L)ᵀ`` matches ``K(L, L)`` to that bound, on the
+    dropped landmarks too (dense numpy oracle), and its rank is near the eigen map's."""
+    import dsvm.approx._nystroem as nystroem
+
+    monkeypatch.setattr(nystroem, "EIGEN_MAP_MAX_ORDER", 30)
+    rng = np.random.default_rng(3)
+    L = rng.normal(size=(400, 3))  # 400 landmarks in 3 dimensions: far more than the kernel's numerical rank
+    spec = make_kernel_spec("rbf", 0.5)
+    K = rbf_kernel(L, L, gamma=0.5)
+    lam = np.linalg.eigvalsh(K)
+    for rtol in (1e-10, 1e-6):
+        fmap = fit_feature_map(L, spec, dtype=np.float64, eig_rtol=rtol)
+        assert fmap.kept is not None and len(fmap.kept) == fmap.n_components < 400
+        assert np.all(np.diff(fmap.eigenvalues) <= 1e-12)  # pivots non-increasing
+        F = fmap.transform_block(L)
+        assert np.abs(F @ F.T - K).max() <= 1.01 * rtol * lam[-1] + 1e-12
+        eigen_rank = int((lam > rtol * lam[-1]).sum())
+        assert eigen_rank <= fmap.n_output <= 1.5 * eigen_rank + 5
 
 
 @pytest.mark.parametrize("method", ["eigen", "cholesky"])
