@@ -137,7 +137,7 @@ def pivoted_cholesky_normalization(K_LL: np.ndarray, rtol: float) -> tuple[np.nd
     """
     K = 0.5 * (K_LL + K_LL.T)
     with blas_for_order(K.shape[0]):
-        lam_max = _largest_eigenvalue(K.astype(np.float32), lambda A, v: A @ v)
+        lam_max = _largest_eigenvalue(K, lambda A, v: A @ v)  # float64: large kernel values overflow float32
         if not np.isfinite(lam_max) or lam_max <= 0:
             raise ValueError("the landmark kernel matrix has no positive eigenvalue; the kernel parameters "
                              "(gamma, coef0, degree) make every landmark look alike or the kernel is not usable")

@@ -14,7 +14,7 @@ Two maps span the same feature space (``F Fᵀ = K(X, L) K(L, L)⁻¹ K(L, X)``)
   the projection is a triangular product (TRMM, ``n k²`` flops instead of
   ``2 n k²``);
 * pivoted Cholesky map, for dependent landmarks above
-  :data:`EIGEN_MAP_MAX_ORDER`: the Cholesky map of the ``r`` landmarks that
+  :data:`EIGEN_MAP_MAX_ORDER` of a positive semidefinite kernel (not sigmoid): the Cholesky map of the ``r`` landmarks that
   pivoted Cholesky keeps (LAPACK ``dpstrf``, stopped at the eigen map's
   cut-off), the others dropped from the map (``FeatureMap.kept``).  A
   factorisation of ``k² r`` flops and a triangular projection, where the eigen
@@ -369,7 +369,8 @@ def fit_feature_map(
         Above :data:`EIGEN_MAP_MAX_ORDER` landmarks the Cholesky map is taken
         for either method where ``K(L, L)`` has no eigenvalue the eigen map
         would cut (then the same feature space, in a fraction of the
-        eigendecomposition's time); where it has, the pivoted Cholesky map
+        eigendecomposition's time); where it has (and the kernel is not
+        sigmoid), the pivoted Cholesky map
         of the landmarks that add to the span of the others by more than
         the cut-off (``components`` then holds fewer rows than
         ``landmarks``, their positions in ``kept``).
@@ -421,10 +422,10 @@ def _cholesky_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.d
         return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                        dtype=dtype))
     except (np.linalg.LinAlgError, NonFiniteError) as e:
-        large = len(L) > EIGEN_MAP_MAX_ORDER
+        pivoted = len(L) > EIGEN_MAP_MAX_ORDER and _positive_semidefinite(spec)
         logger.info("Nystroem: no Cholesky map for the %s landmarks (%s); using the %s map",
-                    "pivoted" if method == "cholesky" else f"{len(L)}", e, "pivoted Cholesky" if large else "eigen")
-        if not large:
+                    "pivoted" if method == "cholesky" else f"{len(L)}", e, "pivoted Cholesky" if pivoted else "eigen")
+        if not pivoted:
             return None
     # dependent landmarks: the eigendecomposition would cost many times the pivoted factor (~9 k³ flops
     # against k² r) and its features a dense k x r projection where the pivoted map's is triangular
@@ -433,9 +434,16 @@ def _cholesky_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.d
         in_order = len(kept) == len(L) and bool(np.all(kept == np.arange(len(L))))
         return _checked_map(FeatureMap(spec=spec, components=L[kept], normalization=normalization, eigenvalues=lam,
                                        dtype=dtype, kept=None if in_order else kept))
-    except (np.linalg.LinAlgError, NonFiniteError) as e:
+    except (np.linalg.LinAlgError, NonFiniteError, ValueError) as e:
         logger.info("Nystroem: no pivoted Cholesky map for the %d landmarks (%s); using the eigen map", len(L), e)
         return None
+
+
+def _positive_semidefinite(spec: KernelSpec) -> bool:
+    """Whether the kernel is positive semidefinite on any rows, as pivoted Cholesky needs (on an indefinite
+    ``K(L, L)`` it stops at the first step whose residual diagonal is negative, keeping a handful of
+    landmarks): rbf, linear, and poly with ``coef0 ≥ 0`` (a sum of powers of inner products); not sigmoid."""
+    return spec.name in ("rbf", "linear") or (spec.name == "poly" and spec.coef0 >= 0 and spec.gamma > 0)
 
 
 def _checked_map(fmap: FeatureMap) -> FeatureMap:

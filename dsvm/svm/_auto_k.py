@@ -174,10 +174,12 @@ def fit_auto(est, X_rb: RowBlocks, aligned: Sequence, fit: Callable, score: Call
     if X_rb.is_distributed:
         held, train_weights = held.persist(), train_weights.persist()
     ks = k_schedule(X_rb.n_rows)
-    path, results, final, began, ended = [], {}, [], [0.0], [False]
+    path, results, final, began, ended, drawn = [], {}, [], [0.0], [False], [0]
 
     def then(result, solve_again):
-        k = result.feature_map.n_components
+        # the landmarks drawn, not the map's count: a pivoted Cholesky map keeps fewer, and two path fits
+        # may keep as many (a linear kernel: its rank), while the final fit must draw the chosen fit's
+        k = drawn[0]
         results[k] = result
         path.append({"k": k, "score": float(score(result, held)), "seconds": time.perf_counter() - began[0]})
         logger.info("auto k: k=%d held-out score %.5f in %.2fs", k, path[-1]["score"], path[-1]["seconds"])
@@ -192,7 +194,7 @@ def fit_auto(est, X_rb: RowBlocks, aligned: Sequence, fit: Callable, score: Call
         return result
 
     for k in ks:
-        began[0] = time.perf_counter()
+        began[0], drawn[0] = time.perf_counter(), k
         start = start_from(results[path[-1]["k"]]) if path else None
         fit(_path_estimator(est, k, t_start), [aligned[0], train_weights], start, then=then)
         if ended[0]:

@@ -209,7 +209,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         the pivoted Cholesky map dropped some (the user guide's landmarks page).
     k_path_ : list of dict or None
         ``n_components="auto"``: the path's fits, ``{"k", "score", "seconds"}``
-        (score: accuracy on the held-out rows); None for a fixed k.
+        (k: the landmarks drawn; score: accuracy on the held-out rows); None for a fixed k.
     solver_stats_ : dict
         Per problem: iterations, passes over the data, seconds, stop reason;
         plus the timings of the landmark and feature stages (and, with

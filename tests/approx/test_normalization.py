@@ -80,3 +80,22 @@ def test_landmark_weights_represent_a_function_of_the_first_landmarks_in_a_large
                                atol=1e-6)
     batched = landmark_weights(alpha[None], fmap.normalization, fmap.eigenvalues)  # leading axes kept
     np.testing.assert_allclose(batched[0], w)
+
+
+def test_the_pivoted_map_is_only_for_semidefinite_kernels_and_survives_large_kernel_values(monkeypatch):
+    """Sigmoid's K(L, L) is indefinite: pivoted Cholesky would stop at the first negative residual with a
+    handful of landmarks (3 of 150 once), so it gets the eigen map.  Kernel values near 1e19 (a linear kernel
+    on rows of size 1e9) overflowed a float32 estimate of the largest eigenvalue into a false "no positive
+    eigenvalue" error; they get the pivoted map of the kernel's rank."""
+    import dsvm.approx._nystroem as nystroem
+
+    monkeypatch.setattr(nystroem, "EIGEN_MAP_MAX_ORDER", 30)
+    rng = np.random.default_rng(4)
+    L = rng.normal(size=(150, 2))
+    sigmoid = fit_feature_map(L, make_kernel_spec("sigmoid", 0.5, coef0=1.0), dtype=np.float64)
+    assert sigmoid.kept is None and sigmoid.n_components == 150 and np.triu(sigmoid.normalization, 1).any()
+    big = fit_feature_map(L * 1e9, make_kernel_spec("linear", 1.0), dtype=np.float64)
+    assert big.n_components == big.n_output == 2 and big.kept is not None
+    F = big.transform_block(L * 1e9)
+    K = (L * 1e9) @ (L * 1e9).T
+    np.testing.assert_allclose(F @ F.T, K, rtol=1e-6, atol=1e-6 * np.abs(K).max())

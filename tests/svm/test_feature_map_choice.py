@@ -91,3 +91,22 @@ def test_a_smaller_fit_starts_a_fit_on_the_pivoted_map(monkeypatch, crowded_rows
     earlier = SimpleNamespace(feature_map=small.feature_map_, coef=small.coef_, intercept=small.intercept_)
     (w,) = start_from(earlier)(fmap)
     np.testing.assert_allclose(fmap.transform_block(X) @ w[:-1] + w[-1], small.decision_function(X), atol=1e-2)
+
+
+def test_the_auto_k_path_names_the_landmarks_drawn_and_refits_the_chosen_draw(monkeypatch):
+    """A linear kernel's pivoted map keeps its rank (2 here) at every k of the path: keyed by the map's count,
+    two path fits were one entry and the final fit could take the other's landmarks."""
+    import dsvm.approx._nystroem as nystroem
+    from dsvm.svm._auto_k import _chosen
+
+    monkeypatch.setattr(nystroem, "EIGEN_MAP_MAX_ORDER", 30)
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1200, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=1200) > 0).astype(int)
+    model = NystroemSVC(n_components="auto", kernel="linear", C=1.0, random_state=0).fit(X, y)
+    ks = [p["k"] for p in model.k_path_]
+    assert len(ks) >= 2 and len(set(ks)) == len(ks) and all(k > 30 for k in ks)
+    assert model.n_components_ == 2
+    chosen = _chosen(model.k_path_, model.k_tol)["k"]
+    fixed = NystroemSVC(n_components=chosen, kernel="linear", C=1.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(np.sort(model.component_indices_), np.sort(fixed.component_indices_))
