@@ -83,6 +83,21 @@ class KillOnIteration(logging.Handler):
             self.action()
 
 
+def interrupt_fit(fit, handler: logging.Handler) -> None:
+    """Run ``fit()`` with ``handler`` on the Newton solver's log (at INFO), expecting the KeyboardInterrupt it
+    raises there (a fit stopped mid-solve, its checkpoint left behind); the log is restored afterwards."""
+    log = logging.getLogger("dsvm.solvers._newton")
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fit()
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
 # ---------------------------------------------------------------- dense oracles
 def feature_blocks(X, fmap, *, check_finite: bool = True, store: str = "memory"):
     """The feature blocks of ``X`` kept in memory (``store="memory"``) or recomputed every pass."""

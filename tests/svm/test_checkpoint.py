@@ -3,7 +3,6 @@ another process relies on."""
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import subprocess
@@ -11,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import KillOnIteration
+from helpers import KillOnIteration, interrupt_fit
 
 import dsvm
 
@@ -87,15 +86,7 @@ def test_checkpoint_of_other_data_or_parameters_is_refused(tmp_path, dataset):
 
     def interrupted_fit(**kw):
         clf = dsvm.NystroemSVC(**{**PARAMS, "n_components": 40, **kw}, checkpoint=str(ckpt))
-        handler = KillOnIteration(1, lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
-        log = logging.getLogger("dsvm.solvers._newton")
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                clf.fit(X, y)
-        finally:
-            log.removeHandler(handler)
+        interrupt_fit(lambda: clf.fit(X, y), KillOnIteration(1, lambda: (_ for _ in ()).throw(KeyboardInterrupt())))
 
     interrupted_fit()
     assert ckpt.exists()

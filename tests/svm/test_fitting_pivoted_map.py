@@ -47,9 +47,7 @@ def test_dependent_landmarks_above_the_bound_get_the_pivoted_map_and_the_same_mo
 
 def test_a_fit_on_the_pivoted_map_resumes_from_its_checkpoint(monkeypatch, crowded_rows, tmp_path):
     """The checkpoint holds the kept landmarks and their data rows: the resumed fit is the uninterrupted one."""
-    import logging
-
-    from helpers import KillOnIteration
+    from helpers import KillOnIteration, interrupt_fit
 
     import dsvm.approx._nystroem as nystroem
 
@@ -60,14 +58,7 @@ def test_a_fit_on_the_pivoted_map_resumes_from_its_checkpoint(monkeypatch, crowd
     assert whole.n_components_ < 150
     ckpt = tmp_path / "fit.ckpt.npz"
     handler = KillOnIteration(1, lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
-    log = logging.getLogger("dsvm.solvers._newton")
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y)
-    finally:
-        log.removeHandler(handler)
+    interrupt_fit(lambda: NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y), handler)
     assert ckpt.exists()
     resumed = NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y)
     assert not ckpt.exists()

@@ -8,7 +8,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from helpers import make_circles_problem
+from helpers import interrupt_fit, make_circles_problem
 
 from dsvm import NystroemSVC, NystroemSVR
 from dsvm.svm._opening import opening_size
@@ -184,16 +184,7 @@ def test_a_resumed_one_vs_rest_fit_solves_its_other_problems_by_the_gram_matrix(
     fresh = NystroemSVC(**params).fit(X, y)
     assert {p["method"] for p in fresh.solver_stats_["problems"]} == {"newton-cg"}
     ckpt = tmp_path / "fit.ckpt.npz"
-    log = logging.getLogger("dsvm.solvers._newton")
-    handler, level = _InterruptFullSolve(), log.level
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y)
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(level)
+    interrupt_fit(lambda: NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y), _InterruptFullSolve())
     resumed = NystroemSVC(**params, checkpoint=str(ckpt)).fit(X, y)
     # the interrupted problem resumes as it began (preconditioned CG, its estimate from the checkpoint); the
     # others have no subsample solve to precondition CG, so they take the Gram matrix
