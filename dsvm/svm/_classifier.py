@@ -139,10 +139,12 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         Extra solver settings: newton ``cg_max_iter``, ``refresh_every``,
         ``gap_tol`` (also stop once the relative duality gap, ``duality_gap_``,
         is at most this: ``tol`` stated as a bound on the suboptimality),
-        ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"none"``: open the
-        Newton solve from a subsample's solution, see the user guide's
-        estimators page; on Dask input the subsample is solved in this
-        process), ``warm_rows`` (rows of that subsample);
+        ``warm_start`` (``"auto"`` default, ``"subsample"``, ``"columns"``,
+        ``"none"``: open the Newton solve from a row subsample's solution, or
+        where rows are too few for one, from the solution on the leading
+        quarter of the feature columns; see the user guide's estimators page;
+        on Dask input the subsample is solved in this process),
+        ``warm_rows`` (rows of that subsample);
         tron ``cg_max_iter``, ``cg_rtol``; dcd ``intercept_scaling`` (default
         1, as LIBLINEAR); pegasos ``epochs`` (the budget; default ``C ·
         batch_size`` epochs, i.e. ``1/λ`` steps, within [20, 1000]),

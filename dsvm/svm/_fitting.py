@@ -39,7 +39,7 @@ from ..progress import stage
 from ..solvers import REGISTRY, SolverResult, Start, pegasos_progress, resolve_hessian, solve
 from ._base import WARM_START_OPTIONS
 from ._checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
-from ._opening import Opening, opening_size, subsample_opening
+from ._opening import Opening, column_opening, column_opening_size, opening_size, subsample_opening
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +231,10 @@ def fit_problems(
     fmap, r = begun.fmap, begun.fmap.n_output
     starts = start(fmap) if start is not None and state is None else None
     plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
-    opens = est.solver == "newton" and starts is None and opening_size(
+    newton_from_zero = est.solver == "newton" and starts is None and state is None
+    columns = None if not newton_from_zero else column_opening_size(
+        X_rb.n_rows, r, est.solver_options or {}, plan[0], X_rb.is_distributed)
+    opens = newton_from_zero and columns is None and opening_size(
         X_rb.n_rows, X_rb.n_cols, fmap.n_components, r, est.solver_options or {}) is not None
     hessian = _newton_system(est, X_rb, fmap, plan[0], opens)
     # solves that start elsewhere (Platt's folds, a solve again, a resume) have no subsample to precondition CG
@@ -243,7 +246,7 @@ def fit_problems(
     opening = None
     if X_rb.is_distributed:
         X_rb, aligned = _persist_for_passes(X_rb, aligned, plan[0])
-    if est.solver == "newton" and state is None and starts is None:
+    if newton_from_zero and columns is None:
         with stage("opening (a fit on a subsample)"):
             opening = _opening(est, X_rb, aligned, fmap, hessian, make_operator, labels, checked, plan[0])
         if opening is not None:
@@ -255,6 +258,8 @@ def fit_problems(
     with store:
         begun.timing["feature_seconds"] = time.perf_counter() - t0
         opened = None if opening is None else opening.starts(store.reduction_result)
+        if columns is not None:
+            starts = _column_starts(est, store, aligned, make_operator, labels, begun, columns, t_start)
         problem_starts = [_problem_start(j, starts, opening, opened, begun) for j in range(len(labels))]
         if getattr(est, "time_budget", None) is not None:
             problem_starts = _within_budget(problem_starts, est.time_budget, t_start)
@@ -269,6 +274,17 @@ def fit_problems(
         if then is not None:
             result = then(result, _solver_again(store, begun, labels, make_operator, unopened))
     return result
+
+
+def _column_starts(est, store, aligned, make_operator, labels, begun: _Begun, r0: int,
+                   t_start: float) -> list[np.ndarray]:
+    """Per problem, the column opening's start on the first ``r0`` feature columns
+    (:func:`~dsvm.svm._opening.column_opening`); its stats go to ``begun.timing["opening"]``."""
+    deadline = None if getattr(est, "time_budget", None) is None else t_start + est.time_budget
+    with stage(f"opening (the first {r0} feature columns)"):
+        xs, begun.timing["opening"] = column_opening(est, store.features, aligned, make_operator, labels, r0,
+                                                     begun.fmap.dtype, deadline)
+    return xs
 
 
 def _solver_again(store, begun: _Begun, labels, make_operator, hessian: str) -> Callable:

@@ -35,7 +35,18 @@ preconditioner, see below.
 
 When: ``solver_options["warm_start"]``: ``"auto"`` (default: the subsample
 when there are at least four times as many rows),
-``"subsample"`` (a subsample of ``warm_rows`` rows) or ``"none"``.  Rows are
+``"subsample"`` (a subsample of ``warm_rows`` rows), ``"columns"`` (below) or ``"none"``.
+
+Where the rows are few for a subsample (at most ``16 m``: the first Gram
+matrix over every row at a sixteenth of the full size costs no more than the
+subsample's) and there are at least 512 features, ``"auto"`` opens from the
+*leading columns* instead for features held in this process
+(:func:`column_opening`): the problem on the
+first quarter of the feature columns, solved loosely over every row, is a
+Nyström problem of its own (a triangular map's first landmarks, or the leading
+eigen-directions), and its solution padded with zeros starts the full solve
+where only the rows near the boundary are active.  Its columns are views of the
+features, its Gram matrices ``1/16`` of the full one's size.  Rows are
 drawn by a hash of their index (independent of chunking), with costs scaled by
 ``n / m`` so that the subsample's loss estimates the full one.
 :func:`warm_start_problem` gives the same subsample of a feature matrix for
@@ -68,13 +79,14 @@ import scipy.sparse as sp
 from .. import config
 from ..blocks import BlockReduction, RowBlocks, aligned_vector, as_row_blocks, row_index_blocks, row_uniform
 from ..problems import FeatureStore, PassResult, opening_evaluations, opening_results
-from ..solvers import GRAM_MAX_DIM, MIXED_PRECISION_ORDER, SUBSAMPLE_TOL, solve
+from ..solvers import GRAM_MAX_DIM, MIXED_PRECISION_ORDER, SUBSAMPLE_TOL, Start, solve
 from ._base import WARM_START_OPTIONS, block_rows_for
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Opening", "opening_size", "subsample_opening", "subsample_size", "subsample_indices",
-           "subsample_problem", "warm_start_rows", "warm_start_problem"]
+__all__ = ["Opening", "WARM_START_MODES", "opening_size", "column_opening_size", "column_opening",
+           "subsample_opening", "subsample_size", "subsample_indices", "subsample_problem", "warm_start_rows",
+           "warm_start_problem"]
 
 
 def _in_subsample(rows, fraction: float) -> np.ndarray:
@@ -99,15 +111,19 @@ def _positive_block(weights):
     return np.asarray(weights) > 0
 
 
+#: the values of ``solver_options["warm_start"]``
+WARM_START_MODES = ("auto", "subsample", "columns", "none")
+
+
 def subsample_size(n: int, r: int, mode: str = "auto", warm_rows: int | None = None, hessian: str = "gram",
                    distributed: bool = False) -> int | None:
     """Rows of the Newton solve's subsample warm start, or None for no warm start.
 
     See the module docstring for the modes; ``warm_rows`` defaults to ``max(10000, 4 r)``.
     """
-    if mode not in ("auto", "subsample", "none"):
-        raise ValueError(f"solver_options warm_start must be 'auto', 'subsample' or 'none', got {mode!r}")
-    if mode == "none" or (mode == "auto" and (hessian != "gram" or distributed)):
+    if mode not in WARM_START_MODES:
+        raise ValueError(f"solver_options warm_start must be 'auto', 'subsample', 'columns' or 'none', got {mode!r}")
+    if mode in ("none", "columns") or (mode == "auto" and (hessian != "gram" or distributed)):
         return None
     m = int(warm_rows) if warm_rows is not None else max(10_000, 4 * r)
     if m >= n or (mode == "auto" and 4 * m > n):
@@ -288,3 +304,62 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
                 "passes of the full solve run with the features", rows.size, n, seconds, iters)
     return Opening(xs, opening_evaluations(ops, xs, hessian), ops,
                    {"rows": int(rows.size), "seconds": seconds, "n_iter": iters}, estimates)
+
+
+#: the column opening solves the features' leading ``1 / COLUMN_OPENING_SHARE`` of columns ...
+COLUMN_OPENING_SHARE = 4
+#: ... under ``warm_start="auto"`` where the features have at least this many columns (below it the first
+#: Gram matrix over every row costs little) ...
+COLUMN_OPENING_MIN_FEATURES = 512
+#: ... and the rows are at most this many times the subsample's ``max(10000, 4 r)``: its first Gram matrix,
+#: over every row at a sixteenth of the full one's size, then costs at most the subsample's
+COLUMN_OPENING_MAX_SUBSAMPLES = 16
+
+
+def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: bool) -> int | None:
+    """Columns the column opening solves, or None for none (the module docstring).
+
+    ``"auto"`` takes it for features held in this process (``kind="memory"``, not ``distributed``) with at
+    least :data:`COLUMN_OPENING_MIN_FEATURES` columns, where no ``warm_rows`` is given and the rows are too
+    few for the subsample to cost less (:data:`COLUMN_OPENING_MAX_SUBSAMPLES`); the fit then has no subsample
+    opening.  ``"columns"`` takes it wherever there are at least 8 columns.
+    """
+    mode = options.get("warm_start", "auto")
+    wanted = mode == "columns" or (
+        mode == "auto" and kind == "memory" and not distributed and r >= COLUMN_OPENING_MIN_FEATURES
+        and options.get("warm_rows") is None and n <= COLUMN_OPENING_MAX_SUBSAMPLES * max(10_000, 4 * r))
+    return r // COLUMN_OPENING_SHARE if wanted and r >= 8 else None
+
+
+def _leading_columns(F, r0: int):
+    return F[:, :r0]
+
+
+def column_opening(est, features: RowBlocks, aligned: Sequence[RowBlocks | None], make_operator: Callable,
+                   labels: Sequence, r0: int, dtype, deadline: float | None = None) -> tuple[list[np.ndarray], dict]:
+    """Every problem solved loosely on the features' first ``r0`` columns: the full solves' starts (zero in
+    the other coordinates, so each has its leading problem's objective) and the opening's stats.
+
+    Valid for every map because the leading columns are a smaller map of their own: the first landmarks'
+    Cholesky map (the map is triangular) or the leading eigen-directions (sorted by eigenvalue).  In-process
+    blocks are sliced as views; Dask blocks are sliced in every pass.
+    """
+    t0 = time.perf_counter()
+    r = features.n_cols
+    leading = features.map_blocks(_leading_columns, r0, dtype, shared=(r0,))
+    options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
+    xs, iters = [], []
+    for j, label in enumerate(labels):
+        plain = label.item() if hasattr(label, "item") else label
+        prefix = f"[class {plain!r}] " if len(labels) > 1 else ""
+        res = solve("newton", make_operator(leading, aligned, j), r0 + 1, tol=max(est.tol, SUBSAMPLE_TOL),
+                    max_iter=30, hessian="gram" if r0 + 1 <= GRAM_MAX_DIM else "cg", label=prefix + "[columns] ",
+                    start=Start(deadline=deadline), options=options)
+        x = np.zeros(r + 1)
+        x[:r0], x[-1] = res.x[:-1], res.x[-1]
+        xs.append(x)
+        iters.append(res.n_iter)
+    seconds = time.perf_counter() - t0
+    logger.info("opening: the first %d of %d feature columns solved in %.2fs (%s Newton iterations)", r0, r,
+                seconds, iters)
+    return xs, {"columns": int(r0), "seconds": seconds, "n_iter": iters}
