@@ -319,14 +319,34 @@ def _kernel_times(X_block, prep: PreparedLandmarks, M: np.ndarray, trmm, out: np
     return out
 
 
+#: below this many kernel rows, and above as many features, the triangular product runs as GEMMs on column
+#: panels (:func:`_panel_product`): OpenBLAS's TRMM is slow on a short, wide operand such as a large-k slab
+TRMM_MIN_ROWS = 1024
+#: columns of one panel of :func:`_panel_product`
+PANEL_COLUMNS = 256
+
+
 def _project(K: np.ndarray, M: np.ndarray, trmm, out: np.ndarray) -> None:
-    """``out = K M``: a GEMM, or for upper-triangular ``M`` a TRMM in place on ``K`` (half the flops)."""
+    """``out = K M``: a GEMM, or for upper-triangular ``M`` half the flops, by a TRMM in place on ``K`` or,
+    for a short wide ``K``, by GEMMs on panels of ``M``'s columns."""
     if trmm is None:
         np.matmul(K, M, out=out)
+        return
+    if K.shape[0] < TRMM_MIN_ROWS and M.shape[0] > TRMM_MIN_ROWS:
+        _panel_product(np.asarray(K, dtype=M.dtype), M, out)
         return
     # Fᵀ = Mᵀ Kᵀ on the kernel rows (Kᵀ is Fortran-ordered: no copy), then the rows into out
     K = np.ascontiguousarray(K, dtype=M.dtype)
     out[...] = trmm(1.0, M, K.T, side=0, lower=0, trans_a=1, overwrite_b=1).T
+
+
+def _panel_product(K: np.ndarray, M: np.ndarray, out: np.ndarray) -> None:
+    """``out = K M`` for upper-triangular ``M``: column panel ``j`` of ``M`` is zero below its last row, so
+    it needs only the leading columns of ``K``; about half a GEMM's flops, at a GEMM's rate."""
+    r = M.shape[0]
+    for a in range(0, r, PANEL_COLUMNS):
+        b = min(a + PANEL_COLUMNS, r)
+        np.matmul(K[:, :b], M[:b, a:b], out=out[:, a:b])
 
 
 def _fused_transform(X: np.ndarray, prep: PreparedLandmarks, M: np.ndarray, trmm, slab: np.ndarray,
@@ -366,14 +386,16 @@ def fit_feature_map(
     method : {"eigen", "cholesky"}, default="eigen"
         ``"cholesky"`` is for landmarks chosen by pivoted Cholesky (in pivot
         order); should ``K(L, L)`` still not factor, the eigen map is used.
-        Above :data:`EIGEN_MAP_MAX_ORDER` landmarks the Cholesky map is taken
-        for either method where ``K(L, L)`` has no eigenvalue the eigen map
-        would cut (then the same feature space, in a fraction of the
-        eigendecomposition's time); where it has (and the kernel is not
-        sigmoid), the pivoted Cholesky map
-        of the landmarks that add to the span of the others by more than
-        the cut-off (``components`` then holds fewer rows than
-        ``landmarks``, their positions in ``kept``).
+        Above :data:`EIGEN_MAP_MAX_ORDER` landmarks the eigendecomposition
+        costs many times a Cholesky factor: for a positive semidefinite
+        kernel (not sigmoid) and ``"eigen"`` the map is then the pivoted
+        Cholesky map of the landmarks that add to the span of the others by
+        more than the cut-off (all of them where none is dependent: the same
+        feature space as the eigen map's, in a fraction of its time;
+        ``components`` holds the kept landmarks in pivot order, their
+        positions in ``kept``); for ``"cholesky"``, or the sigmoid kernel,
+        the Cholesky map where ``K(L, L)`` has no eigenvalue the eigen map
+        would cut.
 
     Returns
     -------
@@ -415,6 +437,11 @@ def _cholesky_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.d
     """The Cholesky map of all the landmarks where it stands in for the eigen map; else, above
     :data:`EIGEN_MAP_MAX_ORDER` landmarks, the pivoted Cholesky map of the independent ones; else None
     (the eigen map)."""
+    pivoted = len(L) > EIGEN_MAP_MAX_ORDER and _positive_semidefinite(spec)
+    if pivoted and method != "cholesky":
+        # the plain factor would be computed, checked and, on dependent landmarks, thrown away: at these
+        # orders that costs as much as the pivoted factor, which keeps every landmark where none is dependent
+        return _pivoted_map(L, K_LL, spec, dtype, rtol)
     try:
         normalization, lam = cholesky_normalization(K_LL, rtol)
         if method != "cholesky" and not _no_eigenvalue_cut(K_LL, normalization, rtol):
@@ -422,13 +449,16 @@ def _cholesky_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.d
         return _checked_map(FeatureMap(spec=spec, components=L, normalization=normalization, eigenvalues=lam,
                                        dtype=dtype))
     except (np.linalg.LinAlgError, NonFiniteError) as e:
-        pivoted = len(L) > EIGEN_MAP_MAX_ORDER and _positive_semidefinite(spec)
         logger.info("Nystroem: no Cholesky map for the %s landmarks (%s); using the %s map",
                     "pivoted" if method == "cholesky" else f"{len(L)}", e, "pivoted Cholesky" if pivoted else "eigen")
-        if not pivoted:
-            return None
-    # dependent landmarks: the eigendecomposition would cost many times the pivoted factor (~9 k³ flops
-    # against k² r) and its features a dense k x r projection where the pivoted map's is triangular
+        return _pivoted_map(L, K_LL, spec, dtype, rtol) if pivoted else None
+
+
+def _pivoted_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.dtype, rtol: float) -> FeatureMap | None:
+    """The pivoted Cholesky map of the landmarks that add to the span of the others by more than the cut-off,
+    or None (the eigen map) where LAPACK refuses ``K(L, L)``.  Not the eigen map for dependent landmarks: its
+    eigendecomposition costs many times the pivoted factor (~9 k³ flops against k² r) and its features a
+    dense k x r projection where the pivoted map's is triangular."""
     try:
         normalization, lam, kept = pivoted_cholesky_normalization(K_LL, rtol)
         in_order = len(kept) == len(L) and bool(np.all(kept == np.arange(len(L))))

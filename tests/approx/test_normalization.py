@@ -8,7 +8,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from dsvm.approx import fit_feature_map, make_kernel_spec
 
 
-def test_many_landmarks_get_the_cholesky_map_unless_they_are_dependent(monkeypatch):
+def test_many_landmarks_get_the_pivoted_cholesky_map(monkeypatch):
     import dsvm.approx._nystroem as nystroem
 
     monkeypatch.setattr(nystroem, "EIGEN_MAP_MAX_ORDER", 30)  # as at k > 2048, on a small problem
@@ -17,6 +17,10 @@ def test_many_landmarks_get_the_cholesky_map_unless_they_are_dependent(monkeypat
     spec = make_kernel_spec("rbf", 0.2)
     many = fit_feature_map(L, spec, dtype=np.float64)  # method "eigen" asked for: uniform landmarks
     assert not np.triu(many.normalization, 1).any() and many.normalization.shape == (40, 40)
+    assert many.kept is None or sorted(many.kept) == list(range(40))  # every landmark, in pivot order
+    np.testing.assert_array_equal(many.components, L if many.kept is None else L[many.kept])
+    plain = fit_feature_map(L, spec, dtype=np.float64, method="cholesky")  # asked for: the landmarks' own order
+    assert plain.kept is None and not np.triu(plain.normalization, 1).any()
     few = fit_feature_map(L[:30], spec, dtype=np.float64)  # at the bound: the eigen map
     assert np.triu(few.normalization, 1).any()
     eig = nystroem.nystroem_normalization(nystroem.kernel_matrix(L, L, spec), 1e-10)[0]

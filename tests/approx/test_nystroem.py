@@ -167,6 +167,36 @@ def test_fused_transform_is_the_dense_formula_to_float32_rounding(method, n, mon
                                atol=1e-11)
 
 
+@pytest.mark.parametrize("n", [5, 100])  # a part of one slab; a slab and a partial one
+def test_short_wide_slabs_take_the_triangular_product_by_column_panels(n, monkeypatch):
+    """Slabs shorter than ``TRMM_MIN_ROWS`` of a triangular map wider than it are multiplied panel by panel
+    (uneven panels here): the dense formula to float32 rounding, and no TRMM."""
+    import dsvm.approx._nystroem as nystroem
+
+    monkeypatch.setattr(nystroem, "SLAB_BYTES", 64 * 100 * 4)  # 64-row slabs (the fewest) at k = 100
+    monkeypatch.setattr(nystroem, "TRMM_MIN_ROWS", 80)
+    monkeypatch.setattr(nystroem, "PANEL_COLUMNS", 24)
+    rng = np.random.default_rng(10)
+    L, X = rng.normal(size=(100, 6)), rng.normal(size=(n, 6))
+    fmap = fit_feature_map(L, make_kernel_spec("rbf", 0.2), dtype=np.float32, method="cholesky")
+    assert fmap.n_output == 100 and not np.triu(fmap.normalization, 1).any()
+    panel_calls = []
+    monkeypatch.setattr(nystroem, "_panel_product", _counting(nystroem._panel_product, panel_calls))
+    F = fmap.transform_block(X.astype(np.float32))
+    assert len(panel_calls) == -(-n // 64)  # one per slab
+    K64 = rbf_kernel(X, L, gamma=0.2)
+    err = np.abs(F - K64 @ fmap.normalization.T)
+    assert np.all(err <= _float32_bound(X, fmap, K64)), float(err.max())
+
+
+def _counting(function, calls: list):
+    def counted(*args):
+        calls.append(1)
+        return function(*args)
+
+    return counted
+
+
 @pytest.mark.parametrize("name,kw", [("poly", {"degree": 2, "coef0": 1.0}), ("sigmoid", {"coef0": -0.5}),
                                      ("linear", {})])
 def test_fused_transform_of_the_other_kernels(name, kw, monkeypatch):
