@@ -113,8 +113,9 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
     eig_rtol : float or None, default=None
         Relative cut-off for eigenvalues of ``K(L, L)``; ``None`` picks
         ``1e-6`` for float32 and ``1e-10`` for float64 features.  Pivoted
-        landmarks, and more than 2048 landmarks with no eigenvalue below it,
-        get the Cholesky map instead (the same features up to a rotation).
+        landmarks get the Cholesky map instead, and more than 2048 landmarks
+        the pivoted Cholesky map, which keeps those farther than it from the
+        span of the others (all of them: the same features up to a rotation).
     kmeans_iter : int, default=1
         Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
         seeds drawn on a sample of ``10 k`` rows.
