@@ -159,6 +159,17 @@ class FeatureMap:
         the Nyström approximation of ``k(x, x)`` from below), else None."""
         return 1.0 if self.spec.name == "rbf" else None
 
+    def leading(self, r0: int) -> FeatureMap:
+        """The map of this map's first ``r0`` features, a Nyström map of its own: for a triangular map that of
+        the first ``r0`` landmarks (the others drop out of it), for the eigen map the leading
+        eigen-directions of all of them."""
+        if not 0 < r0 <= self.n_output:
+            raise ValueError(f"leading features: r0 must be in 1..{self.n_output}, got {r0}")
+        triangular = _is_lower_triangular(self.normalization)
+        k0 = r0 if triangular else self.n_components
+        return FeatureMap(spec=self.spec, components=self.components[:k0], normalization=self.normalization[:r0, :k0],
+                          eigenvalues=self.eigenvalues[:r0], dtype=self.dtype)
+
     def _ready(self) -> tuple[PreparedLandmarks, np.ndarray, object]:
         """``(prepared landmarks, M in the features' dtype, TRMM routine or None)``."""
         ready = self._ready_arrays

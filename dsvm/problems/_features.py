@@ -190,6 +190,7 @@ class FeatureStore:
             store, X, fmap.n_output, fmap.n_components, np.dtype(fmap.dtype).itemsize, sparse_density
         )
         logger.info("feature store: %s (%s)", self.kind, reason)
+        self._fmap = fmap
         self.scratch: str | None = None
         self.reduction_result = None
         self._exit = ExitStack()
@@ -227,6 +228,13 @@ class FeatureStore:
         if reduction is not None:
             self.reduction_result = self.features.map_reduce(
                 reduction.fn, aligned=reduction.aligned, shared=reduction.shared, combine=reduction.combine)
+
+    def leading_columns(self, r0: int) -> RowBlocks:
+        """The first ``r0`` feature columns, aligned with ``X``: views of each block for features held or
+        read, the leading map's kernel blocks (:meth:`~dsvm.approx.FeatureMap.leading`) for implicit ones."""
+        if self.kind == "implicit":
+            return ImplicitFeatures(self.features.X, self._fmap.leading(r0))
+        return self.features.map_blocks(_leading_columns, r0, self._fmap.dtype, shared=(r0,))
 
     @staticmethod
     def pass_seconds(kind: str, X: RowBlocks, fmap) -> float:
@@ -298,6 +306,10 @@ def _first_implicit_pass(X: RowBlocks, fmap, check_finite: bool, reduction: Bloc
 
 def _no_result(parts):
     return None
+
+
+def _leading_columns(F, r0: int):
+    return F[:, :r0]
 
 
 def _scratch_directory() -> str:

@@ -282,8 +282,7 @@ def _column_starts(est, store, aligned, make_operator, labels, begun: _Begun, r0
     (:func:`~dsvm.svm._opening.column_opening`); its stats go to ``begun.timing["opening"]``."""
     deadline = None if getattr(est, "time_budget", None) is None else t_start + est.time_budget
     with stage(f"opening (the first {r0} feature columns)"):
-        xs, begun.timing["opening"] = column_opening(est, store.features, aligned, make_operator, labels, r0,
-                                                     begun.fmap.dtype, deadline)
+        xs, begun.timing["opening"] = column_opening(est, store, aligned, make_operator, labels, r0, deadline)
     return xs
 
 

@@ -331,22 +331,19 @@ def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: b
     return r // COLUMN_OPENING_SHARE if wanted and r >= 8 else None
 
 
-def _leading_columns(F, r0: int):
-    return F[:, :r0]
-
-
-def column_opening(est, features: RowBlocks, aligned: Sequence[RowBlocks | None], make_operator: Callable,
-                   labels: Sequence, r0: int, dtype, deadline: float | None = None) -> tuple[list[np.ndarray], dict]:
+def column_opening(est, store: FeatureStore, aligned: Sequence[RowBlocks | None], make_operator: Callable,
+                   labels: Sequence, r0: int, deadline: float | None = None) -> tuple[list[np.ndarray], dict]:
     """Every problem solved loosely on the features' first ``r0`` columns: the full solves' starts (zero in
     the other coordinates, so each has its leading problem's objective) and the opening's stats.
 
     Valid for every map because the leading columns are a smaller map of their own: the first landmarks'
     Cholesky map (the map is triangular) or the leading eigen-directions (sorted by eigenvalue).  In-process
-    blocks are sliced as views; Dask blocks are sliced in every pass.
+    blocks are sliced as views, Dask and disk blocks in every pass; implicit passes compute the leading
+    map's kernel blocks (:meth:`FeatureStore.leading_columns`).
     """
     t0 = time.perf_counter()
-    r = features.n_cols
-    leading = features.map_blocks(_leading_columns, r0, dtype, shared=(r0,))
+    r = store.features.n_cols
+    leading = store.leading_columns(r0)
     options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
     xs, iters = [], []
     for j, label in enumerate(labels):

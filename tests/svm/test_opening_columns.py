@@ -38,6 +38,30 @@ def test_leading_columns_of_a_cholesky_map_are_the_map_of_the_first_landmarks():
     np.testing.assert_allclose(whole.transform_block(X)[:, :10], first.transform_block(X), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("method", ["cholesky", "eigen"])
+def test_the_leading_map_gives_the_leading_features(method):
+    """``FeatureMap.leading``: the first ``r0`` features of every row, from the first ``r0`` landmarks alone for
+    a triangular map (what implicit passes of the opening compute)."""
+    rng = np.random.default_rng(1)
+    L, X = rng.normal(size=(40, 3)), rng.normal(size=(150, 3))
+    whole = fit_feature_map(L, KernelSpec("rbf", gamma=0.3), dtype=np.float64, method=method)
+    part = whole.leading(12)
+    assert part.n_output == 12 and part.n_components == (12 if method == "cholesky" else 40)
+    np.testing.assert_allclose(part.transform_block(X), whole.transform_block(X)[:, :12], rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="r0 must be in 1..40"):
+        whole.leading(0)
+
+
+@pytest.mark.parametrize("store", ["disk", "implicit"])
+def test_every_store_opens_from_its_leading_columns(store):
+    """Asked for, the opening runs on features read from disk and on implicit ones (the leading map's kernel
+    blocks), and the fit ends at the unopened optimum."""
+    X, y = make_circles_problem(n=N, seed=4)
+    got, ref = (_fit({"warm_start": w}, X, y, feature_store=store, landmarks="pivoted") for w in ("columns", "none"))
+    assert got.solver_stats_["opening"]["columns"] == got.solver_stats_["n_features_out"] // 4
+    _same_optimum(got, ref)
+
+
 @pytest.mark.parametrize("landmarks", ["uniform", "kmeans"])
 def test_opened_from_the_leading_columns_the_fit_ends_at_the_unopened_optimum(landmarks):
     X, y = make_circles_problem(n=N, seed=3)
