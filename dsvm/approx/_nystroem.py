@@ -6,19 +6,22 @@ Two maps span the same feature space (``F Fᵀ = K(X, L) K(L, L)⁻¹ K(L, X)``)
   dropped (so near-duplicate landmarks or an indefinite kernel cannot blow up
   the features) and ``M = V_r Λ_r^{-1/2}`` (``k x r``);
 * Cholesky map, for landmarks chosen by pivoted Cholesky (independent by
-  construction) and for any landmarks above :data:`EIGEN_MAP_MAX_ORDER` whose
-  kernel matrix has no eigenvalue the eigen map would cut: ``K(L, L) = Rᵀ R``
-  and ``M = R⁻¹``, upper triangular
+  construction) and for sigmoid landmarks above :data:`EIGEN_MAP_MAX_ORDER`
+  whose kernel matrix has no eigenvalue the eigen map would cut:
+  ``K(L, L) = Rᵀ R`` and ``M = R⁻¹``, upper triangular
   (``r = k``).  Its factorisation costs ``k³/3`` flops instead of the
   eigendecomposition's ~``9 k³``, and
   the projection is a triangular product (TRMM, ``n k²`` flops instead of
   ``2 n k²``);
-* pivoted Cholesky map, for dependent landmarks above
-  :data:`EIGEN_MAP_MAX_ORDER` of a positive semidefinite kernel (not sigmoid): the Cholesky map of the ``r`` landmarks that
-  pivoted Cholesky keeps (LAPACK ``dpstrf``, stopped at the eigen map's
-  cut-off), the others dropped from the map (``FeatureMap.kept``).  A
-  factorisation of ``k² r`` flops and a triangular projection, where the eigen
-  map would cost the eigendecomposition and a ``k x r`` projection.
+* pivoted Cholesky map, for any landmarks above :data:`EIGEN_MAP_MAX_ORDER`
+  of a positive semidefinite kernel (not sigmoid): the Cholesky map of the
+  ``r`` landmarks that pivoted Cholesky keeps (LAPACK ``dpstrf``, stopped when
+  no pivot is above the eigen map's cut-off; all of them, in pivot order, where
+  none is that close to the span of the others), the others dropped from the
+  map (``FeatureMap.kept``).  A factorisation of ``k² r`` flops and a
+  triangular projection, where the eigen map would cost the
+  eigendecomposition and a ``k x r`` projection.  Its pivots are at least the
+  smallest eigenvalue, so it can keep directions the eigen map would cut.
 
 Following scikit-learn's ``Nystroem`` the stored attribute is
 ``normalization = Mᵀ`` of shape ``(r, k)`` and the features are
@@ -372,10 +375,10 @@ def _fused_transform(X: np.ndarray, prep: PreparedLandmarks, M: np.ndarray, trmm
 
 FEATURE_MAPS = ("eigen", "cholesky")
 
-#: above this many landmarks the Cholesky map is tried first whatever the method: the eigendecomposition
-#: of ``K(L, L)`` (~9 k³ flops, much of it memory-bound) costs many times the Cholesky factor and its
-#: inverse (``2 k³/3``); the eigen map stays where ``K(L, L)`` does not factor or has eigenvalues the eigen
-#: map would cut (:func:`_no_eigenvalue_cut`)
+#: above this many landmarks a Cholesky map replaces the eigen map: the eigendecomposition of ``K(L, L)``
+#: (~9 k³ flops, much of it memory-bound) costs many times a Cholesky factor and its inverse (``2 k³/3``).
+#: The pivoted one for positive semidefinite kernels; for sigmoid the plain one, where ``K(L, L)`` has no
+#: eigenvalue the eigen map would cut (:func:`_no_eigenvalue_cut`), else the eigen map
 EIGEN_MAP_MAX_ORDER = 2048
 
 
@@ -401,12 +404,13 @@ def fit_feature_map(
         costs many times a Cholesky factor: for a positive semidefinite
         kernel (not sigmoid) and ``"eigen"`` the map is then the pivoted
         Cholesky map of the landmarks that add to the span of the others by
-        more than the cut-off (all of them where none is dependent: the same
-        feature space as the eigen map's, in a fraction of its time;
-        ``components`` holds the kept landmarks in pivot order, their
-        positions in ``kept``); for ``"cholesky"``, or the sigmoid kernel,
-        the Cholesky map where ``K(L, L)`` has no eigenvalue the eigen map
-        would cut.
+        more than the cut-off (all of them where none is that close: the
+        space of all the landmarks, in a fraction of the eigendecomposition's
+        time; ``components`` holds the kept landmarks in pivot order, their
+        positions in ``kept``); for ``"cholesky"`` the Cholesky map where its
+        pivots stay above the cut-off, else the pivoted one; for the sigmoid
+        kernel the Cholesky map where ``K(L, L)`` has no eigenvalue the eigen
+        map would cut, else the eigen map.
 
     Returns
     -------
@@ -445,9 +449,9 @@ def fit_feature_map(
 
 def _cholesky_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.dtype, rtol: float,
                   method: str) -> FeatureMap | None:
-    """The Cholesky map of all the landmarks where it stands in for the eigen map; else, above
-    :data:`EIGEN_MAP_MAX_ORDER` landmarks, the pivoted Cholesky map of the independent ones; else None
-    (the eigen map)."""
+    """Above :data:`EIGEN_MAP_MAX_ORDER` landmarks of a positive semidefinite kernel and for ``"eigen"``, the
+    pivoted Cholesky map; else the Cholesky map of all the landmarks where it stands in for the asked map;
+    else, above the bound for such a kernel, the pivoted map; else None (the eigen map)."""
     pivoted = len(L) > EIGEN_MAP_MAX_ORDER and _positive_semidefinite(spec)
     if pivoted and method != "cholesky":
         # the plain factor would be computed, checked and, on dependent landmarks, thrown away: at these

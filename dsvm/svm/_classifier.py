@@ -115,7 +115,7 @@ class NystroemSVC(ClassifierMixin, NystroemBase):
         ``1e-6`` for float32 and ``1e-10`` for float64 features.  Pivoted
         landmarks get the Cholesky map instead, and more than 2048 landmarks
         the pivoted Cholesky map, which keeps those farther than it from the
-        span of the others (all of them: the same features up to a rotation).
+        span of the others (all of them where none is that close).
     kmeans_iter : int, default=1
         Lloyd passes over all rows for ``landmarks="kmeans"``, after k-means++
         seeds drawn on a sample of ``10 k`` rows.

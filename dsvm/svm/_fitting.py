@@ -233,7 +233,7 @@ def fit_problems(
     plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
     newton_from_zero = est.solver == "newton" and starts is None and state is None
     columns = None if not newton_from_zero else column_opening_size(
-        X_rb.n_rows, r, est.solver_options or {}, plan[0], X_rb.is_distributed)
+        X_rb.n_rows, r, est.solver_options or {}, plan[0], X_rb.is_distributed, gram=getattr(est, "hessian", "auto") != "cg")
     opens = newton_from_zero and columns is None and opening_size(
         X_rb.n_rows, X_rb.n_cols, fmap.n_components, r, est.solver_options or {}) is not None
     hessian = _newton_system(est, X_rb, fmap, plan[0], opens)

@@ -316,18 +316,21 @@ COLUMN_OPENING_MIN_FEATURES = 512
 COLUMN_OPENING_MAX_SUBSAMPLES = 16
 
 
-def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: bool) -> int | None:
+def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: bool, gram: bool = True) -> int | None:
     """Columns the column opening solves, or None for none (the module docstring).
 
     ``"auto"`` takes it for features held in this process (``kind="memory"``, not ``distributed``) with at
-    least :data:`COLUMN_OPENING_MIN_FEATURES` columns, where no ``warm_rows`` is given and the rows are too
-    few for the subsample to cost less (:data:`COLUMN_OPENING_MAX_SUBSAMPLES`); the fit then has no subsample
-    opening.  ``"columns"`` takes it wherever there are at least 8 columns.
+    least :data:`COLUMN_OPENING_MIN_FEATURES` columns, where no ``warm_rows`` is given, the rows are too
+    few for the subsample to cost less (:data:`COLUMN_OPENING_MAX_SUBSAMPLES`) and the full solve can use
+    the Gram matrix (``gram``: not ``hessian="cg"``, ``r + 1 <= GRAM_MAX_DIM``; CG takes its preconditioner
+    from the subsample opening); the fit then has no subsample opening.  ``"columns"`` takes it wherever
+    there are at least 8 columns.
     """
     mode = options.get("warm_start", "auto")
     wanted = mode == "columns" or (
-        mode == "auto" and kind == "memory" and not distributed and r >= COLUMN_OPENING_MIN_FEATURES
-        and options.get("warm_rows") is None and n <= COLUMN_OPENING_MAX_SUBSAMPLES * max(10_000, 4 * r))
+        mode == "auto" and kind == "memory" and not distributed and gram and r >= COLUMN_OPENING_MIN_FEATURES
+        and r + 1 <= GRAM_MAX_DIM and options.get("warm_rows") is None
+        and n <= COLUMN_OPENING_MAX_SUBSAMPLES * max(10_000, 4 * r))
     return r // COLUMN_OPENING_SHARE if wanted and r >= 8 else None
 
 
@@ -344,13 +347,14 @@ def column_opening(est, store: FeatureStore, aligned: Sequence[RowBlocks | None]
     t0 = time.perf_counter()
     r = store.features.n_cols
     leading = store.leading_columns(r0)
+    gram_order = max(r0, getattr(leading, "kernel_cols", r0))  # implicit passes sum the Gram matrix over the kernel
     options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
     xs, iters = [], []
     for j, label in enumerate(labels):
         plain = label.item() if hasattr(label, "item") else label
         prefix = f"[class {plain!r}] " if len(labels) > 1 else ""
         res = solve("newton", make_operator(leading, aligned, j), r0 + 1, tol=max(est.tol, SUBSAMPLE_TOL),
-                    max_iter=30, hessian="gram" if r0 + 1 <= GRAM_MAX_DIM else "cg", label=prefix + "[columns] ",
+                    max_iter=30, hessian="gram" if gram_order + 1 <= GRAM_MAX_DIM else "cg", label=prefix + "[columns] ",
                     start=Start(deadline=deadline), options=options)
         x = np.zeros(r + 1)
         x[:r0], x[-1] = res.x[:-1], res.x[-1]

@@ -54,11 +54,15 @@ def test_the_leading_map_gives_the_leading_features(method):
 
 @pytest.mark.parametrize("store", ["disk", "implicit"])
 def test_every_store_opens_from_its_leading_columns(store):
-    """Asked for, the opening runs on features read from disk and on implicit ones (the leading map's kernel
-    blocks), and the fit ends at the unopened optimum."""
+    """Asked for, the opening runs on features read from disk (Dask input: in-memory input keeps its features
+    in memory) and on implicit ones (the leading map's kernel blocks), and the fit ends at the unopened
+    optimum."""
     X, y = make_circles_problem(n=N, seed=4)
+    if store == "disk":
+        X, y = da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000)
     got, ref = (_fit({"warm_start": w}, X, y, feature_store=store, landmarks="pivoted") for w in ("columns", "none"))
     assert got.solver_stats_["opening"]["columns"] == got.solver_stats_["n_features_out"] // 4
+    assert got.solver_stats_["feature_store"] == store
     _same_optimum(got, ref)
 
 
@@ -97,6 +101,12 @@ def test_auto_opens_from_the_columns_only_for_many_features_held_in_this_process
     monkeypatch.setattr(opening, "COLUMN_OPENING_MIN_FEATURES", 50)
     assert _fit({}, X, y).solver_stats_["opening"]["columns"] > 0
     assert "opening" not in _fit({}, X, y, feature_store="implicit").solver_stats_
+    # a CG solve takes its preconditioner from a subsample opening: never the columns' under "auto"
+    assert "columns" not in _fit({}, X, y, hessian="cg").solver_stats_.get("opening", {})
+    gram_max = opening.GRAM_MAX_DIM
+    monkeypatch.setattr(opening, "GRAM_MAX_DIM", 60)  # 80 features: the full solve cannot use the Gram matrix
+    assert "columns" not in _fit({}, X, y).solver_stats_.get("opening", {})
+    monkeypatch.setattr(opening, "GRAM_MAX_DIM", gram_max)
     Xd, yd = da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000)
     assert "opening" not in _fit({}, Xd, yd).solver_stats_
     # enough rows for a subsample: that opening, not the columns'
