@@ -355,8 +355,7 @@ def _project(K: np.ndarray, M: np.ndarray, trmm, out: np.ndarray) -> None:
 
 
 def _panel_product(K: np.ndarray, M: np.ndarray, out: np.ndarray) -> None:
-    """``out = K M`` for upper-triangular ``M``: column panel ``j`` of ``M`` is zero below its last row, so
-    it needs only the leading columns of ``K``; about half a GEMM's flops, at a GEMM's rate."""
+    """``out = K M`` for upper-triangular ``M``, each column panel from the leading columns of ``K`` alone."""
     r = M.shape[0]
     for a in range(0, r, PANEL_COLUMNS):
         b = min(a + PANEL_COLUMNS, r)
@@ -470,10 +469,8 @@ def _cholesky_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.d
 
 
 def _pivoted_map(L: np.ndarray, K_LL: np.ndarray, spec: KernelSpec, dtype: np.dtype, rtol: float) -> FeatureMap | None:
-    """The pivoted Cholesky map of the landmarks that add to the span of the others by more than the cut-off,
-    or None (the eigen map) where LAPACK refuses ``K(L, L)``.  Not the eigen map for dependent landmarks: its
-    eigendecomposition costs many times the pivoted factor (~9 k³ flops against k² r) and its features a
-    dense k x r projection where the pivoted map's is triangular."""
+    """The pivoted Cholesky map of the landmarks that add to the span of the others by more than the cut-off
+    (module docstring), or None (the eigen map) where LAPACK refuses ``K(L, L)``."""
     try:
         normalization, lam, kept = pivoted_cholesky_normalization(K_LL, rtol)
         in_order = len(kept) == len(L) and bool(np.all(kept == np.arange(len(L))))
