@@ -59,6 +59,16 @@ BLOCK_BYTES = 64 * 2**20  # target size of one feature block when splitting in-m
 TASK_MODULES = ("dsvm.problems",)
 
 
+def plain_label(label):
+    """A problem's label as a plain Python value (numpy scalars unwrapped), for logs and stats."""
+    return label.item() if hasattr(label, "item") else label
+
+
+def problem_log_prefix(labels, j: int) -> str:
+    """``"[class 'a'] "`` before problem ``j``'s log lines where the fit has several problems, else ``""``."""
+    return f"[class {plain_label(labels[j])!r}] " if len(labels) > 1 else ""
+
+
 def block_rows_for(n_out: int, dtype, block_rows: int | None = None) -> int:
     """Rows per in-memory block: ``block_rows`` if given, else about :data:`BLOCK_BYTES` of features
     (``n_out`` columns of ``dtype``), at least 1024."""

@@ -37,7 +37,7 @@ from ..checks import resolve_seed
 from ..problems import FeatureStore, active_row_sample, plan_feature_store
 from ..progress import stage
 from ..solvers import REGISTRY, SolverResult, Start, pegasos_progress, resolve_hessian, solve
-from ._base import WARM_START_OPTIONS
+from ._base import WARM_START_OPTIONS, plain_label, problem_log_prefix
 from ._checkpoint import open_checkpoint, restore_done, restore_feature_map, restore_solver_state
 from ._opening import Opening, column_opening, column_opening_size, opening_size, subsample_opening
 
@@ -88,10 +88,6 @@ def warn_if_not_converged(res, tol: float, label: str = "") -> None:
     )
 
 
-def _plain_label(label):
-    return label.item() if hasattr(label, "item") else label
-
-
 def problem_stats(res, label, op=None) -> dict:
     """What ``solver_stats_["problems"]`` records of one solve.
 
@@ -101,7 +97,7 @@ def problem_stats(res, label, op=None) -> dict:
     counted = getattr(op, "predicted_positive", None)
     counted = counted(res.x) if counted is not None else None
     return {
-        "class": _plain_label(label),
+        "class": plain_label(label),
         "method": res.method,
         "n_iter": res.n_iter,
         "n_passes": res.n_passes,
@@ -379,7 +375,7 @@ def _solve_problems(est, features, aligned, labels, make_operator, hessian, prep
     done = list(begun.done)
     r = begun.fmap.n_output
     for j, label in enumerate(labels):
-        prefix = f"[class {_plain_label(label)!r}] " if len(labels) > 1 else ""
+        prefix = problem_log_prefix(labels, j)
         if prepare_problem is not None:
             with stage(f"{prefix}calibration"):
                 prepare_problem(features, aligned, j, hessian, prefix)
@@ -430,7 +426,7 @@ def _fit_result(begun: _Begun, done, labels, n_rows: int, hessian: str, kind: st
     intercept = np.array([d["x"][-1] for d in done], dtype=np.float64)
     objectives = [d["objective"] for d in done]
     gaps = [d["stats"].get("duality_gap", float("nan")) for d in done]
-    stats = [dict(d["stats"], **{"class": _plain_label(label)}) for d, label in zip(done, labels)]
+    stats = [dict(d["stats"], **{"class": plain_label(label)}) for d, label in zip(done, labels)]
     solver_stats = {
         **timing,
         "solve_seconds": float(sum(st["seconds"] for st in stats)),

@@ -35,24 +35,25 @@ preconditioner, see below.
 
 When: ``solver_options["warm_start"]``: ``"auto"`` (default: the subsample
 when there are at least four times as many rows),
-``"subsample"`` (a subsample of ``warm_rows`` rows), ``"columns"`` (below) or ``"none"``.
-
-Where the rows are few for a subsample (at most ``16 m``: the first Gram
-matrix over every row at a sixteenth of the full size costs no more than the
-subsample's) and there are at least 512 features, ``"auto"`` opens from the
-*leading columns* instead for features held in this process
-(:func:`column_opening`): the problem on the
-first quarter of the feature columns, solved loosely over every row, is a
-Nyström problem of its own (a triangular map's first landmarks, or the leading
-eigen-directions), and its solution padded with zeros starts the full solve
-where only the rows near the boundary are active.  Its columns are views of the
-features, its Gram matrices ``1/16`` of the full one's size.  Rows are
+``"subsample"`` (a subsample of ``warm_rows`` rows), ``"columns"`` (below) or ``"none"``.  Rows are
 drawn by a hash of their index (independent of chunking), with costs scaled by
 ``n / m`` so that the subsample's loss estimates the full one.
 :func:`warm_start_problem` gives the same subsample of a feature matrix for
 callers that hold only features (the paper experiments): it copies the
 subsample's in-memory features out (:func:`subsample_problem`), so its passes
 read ``m`` rows, not ``n`` (for the Gram variant only, under ``"auto"``).
+
+Where the rows are few for a subsample (at most ``16 m``: the first Gram
+matrix over every row at a sixteenth of the full size costs no more than the
+subsample's), there are at least 512 features and the full solve uses the
+Gram matrix, ``"auto"`` opens from the
+*leading columns* instead for features held in this process
+(:func:`column_opening`): the problem on the
+first quarter of the feature columns, solved loosely over every row, is a
+Nyström problem of its own (a triangular map's first landmarks, or the leading
+eigen-directions), and its solution padded with zeros starts the full solve
+where only the rows near the boundary are active.  Its columns are views of the
+features, its Gram matrices ``1/16`` of the full one's size.
 
 With ``hessian="cg"`` the subsample is still solved by Cholesky (up to an order of
 :data:`dsvm.solvers.GRAM_MAX_DIM`), and its Gram matrix at its solution — costs scaled by
@@ -80,11 +81,11 @@ from .. import config
 from ..blocks import BlockReduction, RowBlocks, aligned_vector, as_row_blocks, row_index_blocks, row_uniform
 from ..problems import FeatureStore, PassResult, opening_evaluations, opening_results
 from ..solvers import GRAM_MAX_DIM, MIXED_PRECISION_ORDER, SUBSAMPLE_TOL, Start, solve
-from ._base import WARM_START_OPTIONS, block_rows_for
+from ._base import WARM_START_OPTIONS, block_rows_for, problem_log_prefix
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Opening", "WARM_START_MODES", "opening_size", "column_opening_size", "column_opening",
+__all__ = ["Opening", "opening_size", "column_opening_size", "column_opening",
            "subsample_opening", "subsample_size", "subsample_indices", "subsample_problem", "warm_start_rows",
            "warm_start_problem"]
 
@@ -115,6 +116,11 @@ def _positive_block(weights):
 WARM_START_MODES = ("auto", "subsample", "columns", "none")
 
 
+def default_warm_rows(r: int) -> int:
+    """The subsample's rows where ``warm_rows`` is not given: ``max(10000, 4 r)``."""
+    return max(10_000, 4 * r)
+
+
 def subsample_size(n: int, r: int, mode: str = "auto", warm_rows: int | None = None, hessian: str = "gram",
                    distributed: bool = False) -> int | None:
     """Rows of the Newton solve's subsample warm start, or None for no warm start.
@@ -125,7 +131,7 @@ def subsample_size(n: int, r: int, mode: str = "auto", warm_rows: int | None = N
         raise ValueError(f"solver_options warm_start must be 'auto', 'subsample', 'columns' or 'none', got {mode!r}")
     if mode in ("none", "columns") or (mode == "auto" and (hessian != "gram" or distributed)):
         return None
-    m = int(warm_rows) if warm_rows is not None else max(10_000, 4 * r)
+    m = int(warm_rows) if warm_rows is not None else default_warm_rows(r)
     if m >= n or (mode == "auto" and 4 * m > n):
         return None
     return m
@@ -285,15 +291,12 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
     with FeatureStore(X_sub, fmap, "memory", check_finite=False) as store:
         F_sub = store.features
         sub_aligned = [aligned_vector(taken[0], F_sub), aligned_vector(weights, F_sub)]
-        options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
         xs, iters, estimates = [], [], []
         # the subsample is in this process: its Newton systems by Cholesky while the Gram matrix is small
         sub_hessian = "gram" if r + 1 <= GRAM_MAX_DIM else hessian
-        for j, label in enumerate(labels):
-            plain = label.item() if hasattr(label, "item") else label
-            prefix = f"[class {plain!r}] " if len(labels) > 1 else ""
-            res = solve("newton", make_operator(F_sub, sub_aligned, j), r + 1, tol=max(est.tol, SUBSAMPLE_TOL),
-                        max_iter=30, hessian=sub_hessian, label=prefix + "[subsample] ", options=options)
+        for j in range(len(labels)):
+            res = _loose_solve(est, make_operator(F_sub, sub_aligned, j), r + 1, sub_hessian,
+                               problem_log_prefix(labels, j) + "[subsample] ")
             xs.append(res.x)
             iters.append(res.n_iter)
             estimates.append(_estimate(res) if hessian == "cg" and sub_hessian == "gram" else None)
@@ -304,6 +307,14 @@ def subsample_opening(est, X: RowBlocks, aligned: Sequence[RowBlocks | None], fm
                 "passes of the full solve run with the features", rows.size, n, seconds, iters)
     return Opening(xs, opening_evaluations(ops, xs, hessian), ops,
                    {"rows": int(rows.size), "seconds": seconds, "n_iter": iters}, estimates)
+
+
+def _loose_solve(est, op, dim: int, hessian: str, label: str, deadline: float | None = None):
+    """An opening's Newton solve: to ``max(tol, SUBSAMPLE_TOL)`` in at most 30 iterations, with the
+    estimator's solver options less the opening's own."""
+    options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
+    return solve("newton", op, dim, tol=max(est.tol, SUBSAMPLE_TOL), max_iter=30, hessian=hessian, label=label,
+                 start=Start(deadline=deadline), options=options)
 
 
 #: the column opening solves the features' leading ``1 / COLUMN_OPENING_SHARE`` of columns ...
@@ -330,7 +341,7 @@ def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: b
     wanted = mode == "columns" or (
         mode == "auto" and kind == "memory" and not distributed and gram and r >= COLUMN_OPENING_MIN_FEATURES
         and r + 1 <= GRAM_MAX_DIM and options.get("warm_rows") is None
-        and n <= COLUMN_OPENING_MAX_SUBSAMPLES * max(10_000, 4 * r))
+        and n <= COLUMN_OPENING_MAX_SUBSAMPLES * default_warm_rows(r))
     return r // COLUMN_OPENING_SHARE if wanted and r >= 8 else None
 
 
@@ -348,14 +359,11 @@ def column_opening(est, store: FeatureStore, aligned: Sequence[RowBlocks | None]
     r = store.features.n_cols
     leading = store.leading_columns(r0)
     gram_order = max(r0, getattr(leading, "kernel_cols", r0))  # implicit passes sum the Gram matrix over the kernel
-    options = {k: v for k, v in (est.solver_options or {}).items() if k not in WARM_START_OPTIONS}
+    hessian = "gram" if gram_order + 1 <= GRAM_MAX_DIM else "cg"
     xs, iters = [], []
-    for j, label in enumerate(labels):
-        plain = label.item() if hasattr(label, "item") else label
-        prefix = f"[class {plain!r}] " if len(labels) > 1 else ""
-        res = solve("newton", make_operator(leading, aligned, j), r0 + 1, tol=max(est.tol, SUBSAMPLE_TOL),
-                    max_iter=30, hessian="gram" if gram_order + 1 <= GRAM_MAX_DIM else "cg", label=prefix + "[columns] ",
-                    start=Start(deadline=deadline), options=options)
+    for j in range(len(labels)):
+        res = _loose_solve(est, make_operator(leading, aligned, j), r0 + 1, hessian,
+                           problem_log_prefix(labels, j) + "[columns] ", deadline)
         x = np.zeros(r + 1)
         x[:r0], x[-1] = res.x[:-1], res.x[-1]
         xs.append(x)
