@@ -290,6 +290,15 @@ class GramDelta:
 
     __radd__ = __add__
 
+    def with_rows(self, fn, r: int) -> GramDelta:
+        """The rows this change still keeps, each batch mapped by ``fn`` to ``r`` columns, as a change of its
+        own (without the part already summed into a matrix)."""
+        out = GramDelta(r, self.dtype, self.pack)
+        for sign, parts in self.parts.items():
+            if parts:
+                out._add_parts([(fn(S), sc) for S, sc in parts], sign)
+        return out
+
     def matrix(self) -> np.ndarray:
         """The change as an ``(r+1) x (r+1)`` float64 matrix (in this process the sum itself, which a sum
         of deltas may share with its terms: not to be changed in place)."""

@@ -35,9 +35,11 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import scipy.linalg
 
 from ..blas import blas_for_order
 from ..blocks import RowBlocks
+from ._gram import GramDelta, unpack_symmetric
 
 __all__ = ["ImplicitFeatures"]
 
@@ -124,6 +126,9 @@ class ImplicitFeatures(RowBlocks):
         self.chunks = X.chunks
         self._tag = _KernelTag(fmap.landmark_kernel())
         self.M = np.ascontiguousarray(fmap.normalization.T, dtype=np.float64)  # k x r
+        # a triangular M (r = k) as L = Mᵀ in Fortran order, a view of M, for the triangular products; else None
+        self._lower = self.M.T if _upper_triangular(self.M) else None
+        self._trmm = scipy.linalg.blas.get_blas_funcs("trmm", (self.M,))
         #: the kernel's fingerprint: margins cached by input block (workers keep them across fits) are
         #: looked up with it, so another kernel's margins at the same point are never served
         self.cache_token = _kernel_token(fmap)
@@ -175,11 +180,52 @@ class ImplicitFeatures(RowBlocks):
         return out
 
     def project_gram(self, H: np.ndarray) -> np.ndarray:
-        """``Pᵀ H P`` with ``P = diag(M, 1)``: a ``(k+1)²`` Gram matrix of kernel rows as that of feature rows."""
+        """``Pᵀ H P`` with ``P = diag(M, 1)``: a ``(k+1)²`` Gram matrix of kernel rows as that of feature rows.
+
+        A triangular ``M`` (the Cholesky maps) takes two triangular products (TRMM, ``k³`` flops each)
+        instead of two GEMMs.
+        """
         k, M = self.kernel_cols, self.M
         out = np.empty((self.n_cols + 1,) * 2)
         with blas_for_order(k):
-            out[:-1, :-1] = M.T @ (H[:k, :k] @ M)
+            if self._lower is None:
+                out[:-1, :-1] = M.T @ (H[:k, :k] @ M)
+            else:  # H M = H Lᵀ, then Mᵀ (H M) = L (H M); H[:k, :k].T is H's block in Fortran order (no copy)
+                HM = self._trmm(1.0, self._lower, H[:k, :k].T, side=1, lower=1, trans_a=1)
+                out[:-1, :-1] = self._trmm(1.0, self._lower, HM, side=0, lower=1, overwrite_b=1)
         out[:-1, -1] = out[-1, :-1] = H[:k, k] @ M
         out[-1, -1] = H[k, k]
         return 0.5 * (out + out.T)
+
+    def project_delta(self, delta: GramDelta) -> np.ndarray:
+        """A :class:`~dsvm.problems._gram.GramDelta` of kernel rows as the ``(r+1)²`` float64 change of the
+        features' Gram matrix.
+
+        The rows it still keeps are carried to the features first (``S M``: ``n_S k r`` flops, where the
+        matrix they would make costs ``2 k³`` to project), so a pass that changes a few hundred rows does
+        not pay for two ``k³`` products; only its part already summed into a matrix is projected whole.
+        """
+        out = delta.with_rows(self._times_map, self.n_cols).matrix()
+        if delta.packed is not None:  # packed when it came from other processes (GramDelta.pack)
+            summed = unpack_symmetric(delta.packed) if delta.packed.ndim == 1 else delta.packed
+            out = out + self.project_gram(summed)
+        return out
+
+    def _times_map(self, S: np.ndarray) -> np.ndarray:
+        """``S M`` for kernel rows ``S`` (float64)."""
+        if self._lower is None:
+            return S @ self.M
+        # (S M)ᵀ = L Sᵀ, and Sᵀ of C-ordered rows is Fortran-ordered: no copy either way
+        return self._trmm(1.0, self._lower, np.asarray(S, dtype=np.float64).T, side=0, lower=1).T
+
+
+def _upper_triangular(M: np.ndarray, step: int = 512) -> bool:
+    """Whether ``M`` is square and upper triangular, checked by row bands (no ``k²`` temporary)."""
+    k = M.shape[0]
+    if M.shape != (k, k):
+        return False
+    for a in range(0, k, step):
+        band = M[a : a + step]
+        if band[:, :a].any() or np.tril(band[:, a : a + step], -1).any():
+            return False
+    return True

@@ -197,11 +197,15 @@ class LossOperator:
     def pass_result(self, out: dict, params: dict) -> PassResult:
         """The :class:`PassResult` of the summed block results ``out`` of :meth:`pass_request`'s pass."""
         grad, pos_grad = out["grad"], out.get("pos_grad")
-        hess = _gram_matrix(out["hess"], params["x1"].size)
+        if self.implicit is not None and isinstance(out["hess"], GramDelta):
+            hess = 2.0 * self.implicit.project_delta(out["hess"])  # its rows carried to the features, not its matrix
+        else:
+            hess = _gram_matrix(out["hess"], params["x1"].size)
+            if self.implicit is not None and hess is not None:
+                hess = self.implicit.project_gram(hess)
         if self.implicit is not None:
             grad = self.implicit.project(grad)
             pos_grad = None if pos_grad is None else self.implicit.project(pos_grad)
-            hess = None if hess is None else self.implicit.project_gram(hess)
         if not self.fit_intercept:
             grad = grad.copy()
             grad[-1] = 0.0

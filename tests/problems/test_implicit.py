@@ -60,6 +60,39 @@ def test_an_implicit_pass_gives_the_explicit_loss_gradient_gram_and_products(spa
     assert op.predicted_positive(x) is not None
 
 
+@pytest.mark.parametrize("method", ["cholesky", "eigen"])
+@pytest.mark.parametrize("changed", [5, 250])
+def test_a_gram_delta_is_carried_to_the_features_by_its_rows_while_it_keeps_them(method, changed, monkeypatch):
+    """The change of the Gram matrix between two points, over a triangular (Cholesky) and a dense (eigen) map:
+    the dense formula whether the pass kept the changed rows as rows (few) or summed them (many), and the
+    rows' change never projects a (k+1)² matrix."""
+    from dsvm.problems._implicit import ImplicitFeatures
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 4))
+    y_pm = np.where(X[:, 0] + 0.3 * rng.normal(size=400) > 0, 1.0, -1.0)
+    fmap = fit_feature_map(X[:40], make_kernel_spec("rbf", 0.5), dtype=np.float64, method=method)
+    rb = as_row_blocks(X, 400)
+    op = SquaredHingeOperator(FeatureStore(rb, fmap, "implicit").features, aligned_vector((y_pm > 0).astype(np.int64), rb),
+                              1, np.array([1.0, 1.0]))
+    assert (op.implicit._lower is not None) == (method == "cholesky")
+    F = fmap.transform_block(X)
+    x0 = rng.normal(size=fmap.n_output + 1) * 0.3
+    # move the bias halfway between two rows' distances to the margin, so that no row is on the boundary
+    gaps = np.sort(np.abs(1.0 - y_pm * (np.hstack([F, np.ones((400, 1))]) @ x0)))
+    x = x0.copy()
+    x[-1] += 0.5 * float(gaps[changed] + gaps[changed + 1])
+    projected = []
+    plain = ImplicitFeatures.project_gram
+    monkeypatch.setattr(ImplicitFeatures, "project_gram", lambda self, H: projected.append(H.shape) or plain(self, H))
+    res = op.evaluate(x0, x, (), "delta")
+    c = np.ones(400)
+    want = dense_pass_reference(F, y_pm, c, x)[2] - dense_pass_reference(F, y_pm, c, x0)[2]
+    np.testing.assert_allclose(res.hess, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    assert 0 < res.n_changed < 400
+    assert (projected == []) == (res.n_changed <= 2 * fmap.n_components)
+
+
 def _count_kernel_rows(monkeypatch) -> list:
     """A list that gets the number of rows of every kernel slab a pass computes (KernelRows)."""
     from dsvm.problems._implicit import KernelRows
