@@ -47,8 +47,9 @@ Where the rows are few for a subsample (at most ``16 m``: the first Gram
 matrix over every row at a sixteenth of the full size costs no more than the
 subsample's), there are at least 512 features and the full solve uses the
 Gram matrix, ``"auto"`` opens from the
-*leading columns* instead for features held in this process
-(:func:`column_opening`): the problem on the
+*leading columns* instead for features held in this process (and for implicit
+features over input held here, from 2048 features where the rows are too few
+for any subsample) (:func:`column_opening`): the problem on the
 first quarter of the feature columns, solved loosely over every row, is a
 Nyström problem of its own (a triangular map's first landmarks, or the leading
 eigen-directions), and its solution padded with zeros starts the full solve
@@ -325,6 +326,10 @@ COLUMN_OPENING_MIN_FEATURES = 512
 #: ... and the rows are at most this many times the subsample's ``max(10000, 4 r)``: its first Gram matrix,
 #: over every row at a sixteenth of the full one's size, then costs at most the subsample's
 COLUMN_OPENING_MAX_SUBSAMPLES = 16
+#: implicit features in this process open from their columns from this many features, where the rows are too
+#: few for a subsample opening: their first Gram matrix over every row is summed in float64 from kernel rows,
+#: which the opening's own passes cost less than only at this size (the performance page)
+IMPLICIT_COLUMN_OPENING_MIN_FEATURES = 2048
 
 
 def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: bool, gram: bool = True) -> int | None:
@@ -332,16 +337,19 @@ def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: b
 
     ``"auto"`` takes it for features held in this process (``kind="memory"``, not ``distributed``) with at
     least :data:`COLUMN_OPENING_MIN_FEATURES` columns, where no ``warm_rows`` is given, the rows are too
-    few for the subsample to cost less (:data:`COLUMN_OPENING_MAX_SUBSAMPLES`) and the full solve can use
+    few for the subsample to cost less (:data:`COLUMN_OPENING_MAX_SUBSAMPLES`; for implicit features over
+    input in this process: at least :data:`IMPLICIT_COLUMN_OPENING_MIN_FEATURES` columns and too few rows
+    for a subsample opening at all) and the full solve can use
     the Gram matrix (``gram``: not ``hessian="cg"``, ``r + 1 <= GRAM_MAX_DIM``; CG takes its preconditioner
     from the subsample opening); the fit then has no subsample opening.  ``"columns"`` takes it wherever
     there are at least 8 columns.
     """
     mode = options.get("warm_start", "auto")
+    rows_fit = (kind == "memory" and n <= COLUMN_OPENING_MAX_SUBSAMPLES * default_warm_rows(r)) or (
+        kind == "implicit" and r >= IMPLICIT_COLUMN_OPENING_MIN_FEATURES and n < 4 * default_warm_rows(r))
     wanted = mode == "columns" or (
-        mode == "auto" and kind == "memory" and not distributed and gram and r >= COLUMN_OPENING_MIN_FEATURES
-        and r + 1 <= GRAM_MAX_DIM and options.get("warm_rows") is None
-        and n <= COLUMN_OPENING_MAX_SUBSAMPLES * default_warm_rows(r))
+        mode == "auto" and rows_fit and not distributed and gram and r >= COLUMN_OPENING_MIN_FEATURES
+        and r + 1 <= GRAM_MAX_DIM and options.get("warm_rows") is None)
     return r // COLUMN_OPENING_SHARE if wanted and r >= 8 else None
 
 

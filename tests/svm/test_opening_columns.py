@@ -101,6 +101,9 @@ def test_auto_opens_from_the_columns_only_for_many_features_held_in_this_process
     monkeypatch.setattr(opening, "COLUMN_OPENING_MIN_FEATURES", 50)
     assert _fit({}, X, y).solver_stats_["opening"]["columns"] > 0
     assert "opening" not in _fit({}, X, y, feature_store="implicit").solver_stats_
+    # implicit features from IMPLICIT_COLUMN_OPENING_MIN_FEATURES, where the rows are too few for a subsample
+    monkeypatch.setattr(opening, "IMPLICIT_COLUMN_OPENING_MIN_FEATURES", 50)
+    assert _fit({}, X, y, feature_store="implicit").solver_stats_["opening"]["columns"] > 0
     # a CG solve takes its preconditioner from a subsample opening: never the columns' under "auto"
     assert "columns" not in _fit({}, X, y, hessian="cg").solver_stats_.get("opening", {})
     gram_max = opening.GRAM_MAX_DIM
@@ -111,6 +114,8 @@ def test_auto_opens_from_the_columns_only_for_many_features_held_in_this_process
     assert "opening" not in _fit({}, Xd, yd).solver_stats_
     # enough rows for a subsample: that opening, not the columns'
     assert "rows" in _fit({"warm_rows": 500}, X, y).solver_stats_["opening"]
+    monkeypatch.setattr(opening, "default_warm_rows", lambda r: N // 4)  # rows for a subsample opening
+    assert "rows" in _fit({}, X, y, feature_store="implicit").solver_stats_["opening"]
 
 
 def test_an_unknown_warm_start_names_the_choices():
