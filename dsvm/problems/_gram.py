@@ -209,12 +209,17 @@ class _GramSum:
 
     def result(self, pack: bool, dtype):
         """The sum — packed by :func:`pack_symmetric` when ``pack`` (to travel between
-        processes), else the matrix itself — or ``0.0`` when no row was pushed."""
+        processes), else the matrix itself — or ``0.0`` when no row was pushed.  The sum's last use: a total
+        larger than :data:`SCRATCH_KEEP_BYTES` is handed out without a copy."""
         self._flush_rows()
         self._flush()
         if self.total is None:
             return 0.0
-        return pack_symmetric(self.total, dtype) if pack else self.total.copy()  # the total is the thread's
+        if pack:
+            return pack_symmetric(self.total, dtype)
+        if self.total.nbytes > SCRATCH_KEEP_BYTES:  # made for this sum alone (_thread_scratch): handed out as it is
+            return self.total
+        return self.total.copy()  # the thread's scratch, which its next sum reuses
 
 
 class GramDelta:

@@ -210,6 +210,12 @@ def test_scratch_arrays_over_the_keep_size_are_made_afresh(monkeypatch):
     thread.start()
     thread.join()
     assert seen["kept"] == {"gram_rows", "gram_product"}
+    # a total made for its sum alone is handed out as it is; the thread's kept one is copied
+    big, small = _GramSum(12, np.float32), _GramSum(5, np.float32)
+    for g, width in ((big, 12), (small, 5)):
+        g.push(F[:, :width], np.ones(40, dtype=bool), np.ones(40))
+    assert big.result(False, np.float32) is big.total
+    assert small.result(False, np.float32) is not small.total
     F1 = np.hstack([F.astype(np.float64), np.ones((40, 1))])
     np.testing.assert_allclose(seen["hess"], 1.5 * F1.T @ F1, rtol=2e-5, atol=1e-4)
 
