@@ -19,7 +19,15 @@ from ..problems import SquaredHingeOperator, labels_from_decision
 from ..progress import stage
 from ..signals import sigterm_cleanup
 from ._auto_k import fit_or_choose, held_accuracy
-from ._base import NystroemBase, check_cost_scale, check_dataset_input, model_decisions, set_fitted, unpack_dataset
+from ._base import (
+    NystroemBase,
+    check_cost_scale,
+    check_dataset_input,
+    model_decisions,
+    plain_label,
+    set_fitted,
+    unpack_dataset,
+)
 from ._block_tasks import correct_from_decision
 from ._calibration import PlattCalibration, proba_block
 from ._labels import check_sample_weight_blocks, class_weights, prepare_classification
@@ -438,8 +446,7 @@ def warn_if_one_class(est: NystroemSVC) -> None:
     n, positive = counted
     if n == 0 or 0 < positive < n:
         return
-    label = est.classes_[1 if positive else 0]
-    label = label.item() if hasattr(label, "item") else label
+    label = plain_label(est.classes_[1 if positive else 0])
     warnings.warn(
         f"the fitted model predicts class {label!r} for all {n} training rows: it has learnt only which class is "
         f"more frequent. Likely causes: columns on very different scales (pass scale='standard'), a gamma far from "
