@@ -60,15 +60,7 @@ import scipy.sparse as sp
 from ..checks import all_finite, first_non_finite_row
 from ..exceptions import NonFiniteError
 from . import _kernels as kernels
-from ._kernels import (
-    KernelSpec,
-    PreparedLandmarks,
-    kernel_block,
-    kernel_matrix,
-    kernel_rows,
-    kernel_slab,
-    prepare_landmarks,
-)
+from ._kernels import KernelSpec, PreparedLandmarks, kernel_block, kernel_matrix, kernel_rows, kernel_slab
 from ._normalization import (
     _is_lower_triangular,
     _no_eigenvalue_cut,
@@ -162,14 +154,19 @@ class FeatureMap:
         the Nyström approximation of ``k(x, x)`` from below), else None."""
         return 1.0 if self.spec.name == "rbf" else None
 
+    @property
+    def triangular(self) -> bool:
+        """Whether this is a Cholesky map (``normalization`` lower triangular, ``r = k``): its first ``r0``
+        features are those of its first ``r0`` landmarks alone."""
+        return _is_lower_triangular(self.normalization)
+
     def leading(self, r0: int) -> FeatureMap:
         """The map of this map's first ``r0`` features, a Nyström map of its own: for a triangular map that of
         the first ``r0`` landmarks (the others drop out of it), for the eigen map the leading
         eigen-directions of all of them."""
         if not 0 < r0 <= self.n_output:
             raise ValueError(f"leading features: r0 must be in 1..{self.n_output}, got {r0}")
-        triangular = _is_lower_triangular(self.normalization)
-        k0 = r0 if triangular else self.n_components
+        k0 = r0 if self.triangular else self.n_components
         return FeatureMap(spec=self.spec, components=self.components[:k0], normalization=self.normalization[:r0, :k0],
                           eigenvalues=self.eigenvalues[:r0], dtype=self.dtype)
 
@@ -179,8 +176,8 @@ class FeatureMap:
         if ready is None:
             # Built into a local first and published with one assignment: several
             # threads of a worker may call this at once.
-            prep = prepare_landmarks(self.components, self.spec, self.dtype)
-            if _is_lower_triangular(self.normalization):
+            prep = kernels.prepare_landmarks(self.components, self.spec, self.dtype)
+            if self.triangular:
                 # M = normalizationᵀ is upper triangular: Fortran order for TRMM (no copy per call)
                 M = np.asfortranarray(self.normalization.T, dtype=self.dtype)
                 ready = (prep, M, scipy.linalg.blas.get_blas_funcs("trmm", (M,)))
@@ -292,7 +289,7 @@ class KernelExpansion:
         if ready is None:
             with np.errstate(over="ignore"):  # an alpha beyond the dtype's range is named with the row it spoils
                 alpha = np.ascontiguousarray(self.alpha, dtype=self.dtype)
-            ready = (prepare_landmarks(self.components, self.spec, self.dtype), alpha)
+            ready = (kernels.prepare_landmarks(self.components, self.spec, self.dtype), alpha)
             self._ready_arrays = ready
         return ready
 

@@ -228,7 +228,7 @@ def fit_problems(
     starts = start(fmap) if start is not None and state is None else None
     plan = plan_feature_store(est.feature_store, X_rb, r, fmap.n_components, np.dtype(fmap.dtype).itemsize)
     newton_from_zero = est.solver == "newton" and starts is None and state is None
-    columns = _columns_to_open(est, X_rb, r, plan[0]) if newton_from_zero else None
+    columns = _columns_to_open(est, X_rb, fmap, plan[0]) if newton_from_zero else None
     opens = newton_from_zero and columns is None and opening_size(
         X_rb.n_rows, X_rb.n_cols, fmap.n_components, r, est.solver_options or {}) is not None
     hessian = _newton_system(est, X_rb, fmap, plan[0], opens)
@@ -271,10 +271,11 @@ def fit_problems(
     return result
 
 
-def _columns_to_open(est, X_rb: RowBlocks, r: int, kind: str) -> int | None:
-    """Columns of the opening from the leading columns, or None (:func:`~dsvm.svm._opening.column_opening_size`)."""
-    return column_opening_size(X_rb.n_rows, r, est.solver_options or {}, kind, X_rb.is_distributed,
-                               gram=getattr(est, "hessian", "auto") != "cg")
+def _columns_to_open(est, X_rb: RowBlocks, fmap, kind: str) -> int | None:
+    """Columns of the opening from the leading columns, or None (:func:`~dsvm.svm._opening.column_opening_size`);
+    the full solve then opens from no subsample, so its Newton variant is the unopened one."""
+    return column_opening_size(X_rb.n_rows, fmap.n_output, est.solver_options or {}, kind, X_rb.is_distributed,
+                               gram=_newton_system(est, X_rb, fmap, kind, False) == "gram", triangular=fmap.triangular)
 
 
 def _column_starts(est, store, aligned, make_operator, labels, begun: _Begun, r0: int,

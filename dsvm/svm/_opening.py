@@ -332,21 +332,24 @@ COLUMN_OPENING_MAX_SUBSAMPLES = 16
 IMPLICIT_COLUMN_OPENING_MIN_FEATURES = 2048
 
 
-def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: bool, gram: bool = True) -> int | None:
+def column_opening_size(n: int, r: int, options: dict, kind: str, distributed: bool, gram: bool = True,
+                        triangular: bool = True) -> int | None:
     """Columns the column opening solves, or None for none (the module docstring).
 
     ``"auto"`` takes it for features held in this process (``kind="memory"``, not ``distributed``) with at
     least :data:`COLUMN_OPENING_MIN_FEATURES` columns, where no ``warm_rows`` is given, the rows are too
     few for the subsample to cost less (:data:`COLUMN_OPENING_MAX_SUBSAMPLES`; for implicit features over
-    input in this process: at least :data:`IMPLICIT_COLUMN_OPENING_MIN_FEATURES` columns and too few rows
-    for a subsample opening at all) and the full solve can use
+    input in this process: a ``triangular`` map, whose leading columns need only its first landmarks' kernel,
+    at least :data:`IMPLICIT_COLUMN_OPENING_MIN_FEATURES` columns and too few rows for a subsample opening at
+    all) and the full solve can use
     the Gram matrix (``gram``: not ``hessian="cg"``, ``r + 1 <= GRAM_MAX_DIM``; CG takes its preconditioner
     from the subsample opening); the fit then has no subsample opening.  ``"columns"`` takes it wherever
     there are at least 8 columns.
     """
     mode = options.get("warm_start", "auto")
     rows_fit = (kind == "memory" and n <= COLUMN_OPENING_MAX_SUBSAMPLES * default_warm_rows(r)) or (
-        kind == "implicit" and r >= IMPLICIT_COLUMN_OPENING_MIN_FEATURES and n < 4 * default_warm_rows(r))
+        kind == "implicit" and triangular and r >= IMPLICIT_COLUMN_OPENING_MIN_FEATURES
+        and n < 4 * default_warm_rows(r))
     wanted = mode == "columns" or (
         mode == "auto" and rows_fit and not distributed and gram and r >= COLUMN_OPENING_MIN_FEATURES
         and r + 1 <= GRAM_MAX_DIM and options.get("warm_rows") is None)

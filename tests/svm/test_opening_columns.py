@@ -101,9 +101,11 @@ def test_auto_opens_from_the_columns_only_for_many_features_held_in_this_process
     monkeypatch.setattr(opening, "COLUMN_OPENING_MIN_FEATURES", 50)
     assert _fit({}, X, y).solver_stats_["opening"]["columns"] > 0
     assert "opening" not in _fit({}, X, y, feature_store="implicit").solver_stats_
-    # implicit features from IMPLICIT_COLUMN_OPENING_MIN_FEATURES, where the rows are too few for a subsample
+    # implicit features from IMPLICIT_COLUMN_OPENING_MIN_FEATURES, where the rows are too few for a subsample,
+    # and only for a triangular map (pivoted landmarks): the eigen map's leading columns need every landmark
     monkeypatch.setattr(opening, "IMPLICIT_COLUMN_OPENING_MIN_FEATURES", 50)
-    assert _fit({}, X, y, feature_store="implicit").solver_stats_["opening"]["columns"] > 0
+    assert _fit({}, X, y, feature_store="implicit", landmarks="pivoted").solver_stats_["opening"]["columns"] > 0
+    assert "opening" not in _fit({}, X, y, feature_store="implicit").solver_stats_
     # a CG solve takes its preconditioner from a subsample opening: never the columns' under "auto"
     assert "columns" not in _fit({}, X, y, hessian="cg").solver_stats_.get("opening", {})
     gram_max = opening.GRAM_MAX_DIM
@@ -115,7 +117,19 @@ def test_auto_opens_from_the_columns_only_for_many_features_held_in_this_process
     # enough rows for a subsample: that opening, not the columns'
     assert "rows" in _fit({"warm_rows": 500}, X, y).solver_stats_["opening"]
     monkeypatch.setattr(opening, "default_warm_rows", lambda r: N // 4)  # rows for a subsample opening
-    assert "rows" in _fit({}, X, y, feature_store="implicit").solver_stats_["opening"]
+    assert "rows" in _fit({}, X, y, feature_store="implicit", landmarks="pivoted").solver_stats_["opening"]
+
+
+def test_auto_leaves_the_columns_to_solves_the_cost_model_gives_to_cg(monkeypatch):
+    """Where "auto" would solve the unopened problem by CG (large k on few rows), the solve needs the subsample
+    opening's preconditioner: no column opening."""
+    import dsvm.svm._fitting as fitting
+
+    X, y = make_circles_problem(n=N, seed=3)
+    monkeypatch.setattr(opening, "COLUMN_OPENING_MIN_FEATURES", 50)
+    assert _fit({}, X, y).solver_stats_["opening"]["columns"] > 0
+    monkeypatch.setattr(fitting, "resolve_hessian", lambda hessian, *args: "cg" if hessian == "auto" else hessian)
+    assert "columns" not in _fit({}, X, y).solver_stats_.get("opening", {})
 
 
 def test_an_unknown_warm_start_names_the_choices():
