@@ -46,10 +46,35 @@ def tree_add(a: Any, b: Any) -> Any:
 
 
 def tree_sum(parts: Sequence[Any]) -> Any:
-    """Sum a sequence of results of identical structure."""
+    """Sum a sequence of results of identical structure (as :func:`tree_add`).
+
+    An array this sum made (the first ``a + b`` of its place in the structure) takes the later terms in
+    place: a pass whose blocks each return a ``(k+1)²`` matrix would otherwise make, page-fault and free a
+    new one per block.  The parts themselves are never changed.
+    """
+    made: dict[int, np.ndarray] = {}  # id -> the array itself, kept alive so that its id stays its own
     out = None
     for p in parts:
-        out = tree_add(out, p)
+        out = _add_into_made(out, p, made)
+    return out
+
+
+def _add_into_made(a: Any, b: Any, made: dict[int, np.ndarray]) -> Any:
+    """``tree_add(a, b)``, adding in place into the arrays of ``a`` that are in ``made``; new arrays join it."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        return {key: _add_into_made(a[key], b[key], made) for key in a}
+    if isinstance(a, (tuple, list)):
+        return type(a)(_add_into_made(x, y, made) for x, y in zip(a, b))
+    if id(a) in made and isinstance(b, np.ndarray) and b.shape == a.shape and np.result_type(a, b) == a.dtype:
+        np.add(a, b, out=a)
+        return a
+    out = a + b
+    if isinstance(out, np.ndarray) and out.ndim:
+        made[id(out)] = out
     return out
 
 

@@ -259,6 +259,39 @@ def test_tree_sum_of_nested_results():
     np.testing.assert_array_equal(out["a"][1], [4.0, 6.0])
 
 
+def test_tree_sum_adds_into_the_arrays_it_made_and_leaves_the_parts_alone():
+    rng = np.random.default_rng(0)
+    parts = [{"h": rng.normal(size=(4, 4)), "g": (rng.normal(size=3), 1.5), "x": np.float32(1.0)} for _ in range(5)]
+    parts.append({"h": 0.0, "g": (rng.normal(size=3).astype(np.float32), 2), "x": None})  # a scalar in a matrix's place
+    parts.append({"h": rng.normal(size=(4, 4)).astype(np.float32), "g": (np.ones(3), 0.5), "x": None})
+    copies = [{"h": np.copy(p["h"]), "g": np.copy(p["g"][0])} for p in parts]
+    out = tree_sum(parts)
+    np.testing.assert_allclose(out["h"], sum(c["h"] for c in copies))
+    np.testing.assert_allclose(out["g"][0], sum(c["g"] for c in copies), rtol=1e-6)
+    assert out["g"][1] == 1.5 * 5 + 2 + 0.5 and out["x"] == 5.0 and out["h"].dtype == np.float64
+    for p, c in zip(parts, copies):  # no part was written to
+        np.testing.assert_array_equal(p["h"], c["h"])
+        np.testing.assert_array_equal(p["g"][0], c["g"])
+    # a float32 sum made first takes a float64 term by a new array, not by rounding it into float32
+    low = tree_sum([np.ones(2, dtype=np.float32), np.ones(2, dtype=np.float32), np.full(2, 1e-9)])
+    assert low.dtype == np.float64 and low[0] == 2.0 + 1e-9
+
+
+def test_tree_sum_makes_one_array_per_place_not_one_per_part():
+    """Twelve (k+1)² block sums: one new array, the other eleven terms added into it."""
+    made = []
+
+    class Counting(np.ndarray):
+        def __add__(self, other):
+            made.append(1)
+            return np.add(np.asarray(self), np.asarray(other)).view(Counting)
+
+    parts = [np.full((30, 30), float(i)).view(Counting) for i in range(12)]
+    out = tree_sum(parts)
+    assert len(made) == 1
+    np.testing.assert_array_equal(out, np.full((30, 30), float(sum(range(12)))))
+
+
 @pytest.mark.slow
 def test_map_reduce_on_a_cluster_uses_the_persisted_futures(local_cluster_client):
     X = _data()
