@@ -155,9 +155,16 @@ def pivoted_cholesky_normalization(K_LL: np.ndarray, rtol: float) -> tuple[np.nd
     return np.ascontiguousarray(R_inv.T), np.diagonal(R) ** 2, kept
 
 
-def _is_lower_triangular(normalization: np.ndarray) -> bool:
+def _is_lower_triangular(normalization: np.ndarray, step: int = 512) -> bool:
+    """Whether the map is square and lower triangular, checked by bands of rows (no ``k²`` temporary)."""
     r, k = normalization.shape
-    return r == k and not np.triu(normalization, 1).any()
+    if r != k:
+        return False
+    for a in range(0, r, step):
+        band = normalization[a : a + step]
+        if band[:, a + step :].any() or np.triu(band[:, a : a + step], 1).any():
+            return False
+    return True
 
 
 def landmark_weights(alpha: np.ndarray, normalization: np.ndarray, eigenvalues: np.ndarray) -> np.ndarray:

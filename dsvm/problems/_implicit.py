@@ -44,6 +44,9 @@ from ._gram import GramDelta, unpack_symmetric
 __all__ = ["ImplicitFeatures"]
 
 
+#: the triangular product of the float64 map (a module name: an instance attribute would not pickle)
+_TRMM = scipy.linalg.blas.dtrmm
+
 #: bytes of kernel values one slab of :class:`KernelRows` holds: it stays in the CPU cache while a pass reads it
 KERNEL_SLAB_BYTES = 4 * 2**20
 
@@ -127,8 +130,7 @@ class ImplicitFeatures(RowBlocks):
         self._tag = _KernelTag(fmap.landmark_kernel())
         self.M = np.ascontiguousarray(fmap.normalization.T, dtype=np.float64)  # k x r
         # a triangular M (r = k) as L = Mᵀ in Fortran order, a view of M, for the triangular products; else None
-        self._lower = self.M.T if _upper_triangular(self.M) else None
-        self._trmm = scipy.linalg.blas.get_blas_funcs("trmm", (self.M,))
+        self._lower = self.M.T if fmap.triangular else None
         #: the kernel's fingerprint: margins cached by input block (workers keep them across fits) are
         #: looked up with it, so another kernel's margins at the same point are never served
         self.cache_token = _kernel_token(fmap)
@@ -191,8 +193,8 @@ class ImplicitFeatures(RowBlocks):
             if self._lower is None:
                 out[:-1, :-1] = M.T @ (H[:k, :k] @ M)
             else:  # H M = H Lᵀ, then Mᵀ (H M) = L (H M); H[:k, :k].T is H's block in Fortran order (no copy)
-                HM = self._trmm(1.0, self._lower, H[:k, :k].T, side=1, lower=1, trans_a=1)
-                out[:-1, :-1] = self._trmm(1.0, self._lower, HM, side=0, lower=1, overwrite_b=1)
+                HM = _TRMM(1.0, self._lower, H[:k, :k].T, side=1, lower=1, trans_a=1)
+                out[:-1, :-1] = _TRMM(1.0, self._lower, HM, side=0, lower=1, overwrite_b=1)
         out[:-1, -1] = out[-1, :-1] = H[:k, k] @ M
         out[-1, -1] = H[k, k]
         return 0.5 * (out + out.T)
@@ -216,16 +218,4 @@ class ImplicitFeatures(RowBlocks):
         if self._lower is None:
             return S @ self.M
         # (S M)ᵀ = L Sᵀ, and Sᵀ of C-ordered rows is Fortran-ordered: no copy either way
-        return self._trmm(1.0, self._lower, np.asarray(S, dtype=np.float64).T, side=0, lower=1).T
-
-
-def _upper_triangular(M: np.ndarray, step: int = 512) -> bool:
-    """Whether ``M`` is square and upper triangular, checked by row bands (no ``k²`` temporary)."""
-    k = M.shape[0]
-    if M.shape != (k, k):
-        return False
-    for a in range(0, k, step):
-        band = M[a : a + step]
-        if band[:, :a].any() or np.tril(band[:, a : a + step], -1).any():
-            return False
-    return True
+        return _TRMM(1.0, self._lower, np.asarray(S, dtype=np.float64).T, side=0, lower=1).T

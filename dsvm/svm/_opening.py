@@ -130,6 +130,10 @@ def subsample_size(n: int, r: int, mode: str = "auto", warm_rows: int | None = N
     """
     if mode not in WARM_START_MODES:
         raise ValueError(f"solver_options warm_start must be 'auto', 'subsample', 'columns' or 'none', got {mode!r}")
+    if warm_rows is not None and not (isinstance(warm_rows, (int, float, np.integer, np.floating))
+                                      and not isinstance(warm_rows, bool) and warm_rows >= 1
+                                      and float(warm_rows).is_integer()):
+        raise ValueError(f"solver_options warm_rows must be a whole number of rows, at least 1, got {warm_rows!r}")
     if mode in ("none", "columns") or (mode == "auto" and (hessian != "gram" or distributed)):
         return None
     m = int(warm_rows) if warm_rows is not None else default_warm_rows(r)

@@ -103,3 +103,17 @@ def test_the_pivoted_map_is_only_for_semidefinite_kernels_and_survives_large_ker
     F = big.transform_block(L * 1e9)
     K = (L * 1e9) @ (L * 1e9).T
     np.testing.assert_allclose(F @ F.T, K, rtol=1e-6, atol=1e-6 * np.abs(K).max())
+
+
+def test_a_map_is_lower_triangular_only_without_any_entry_above_its_diagonal():
+    from dsvm.approx._normalization import _is_lower_triangular
+
+    rng = np.random.default_rng(0)
+    L = np.tril(rng.normal(size=(1100, 1100)))
+    assert _is_lower_triangular(L) and _is_lower_triangular(L, step=7)
+    assert not _is_lower_triangular(L[:, :1000]) and not _is_lower_triangular(L.T)
+    for i, j in [(0, 1), (511, 512), (0, 1099), (600, 1050), (1098, 1099)]:  # within a band, across bands
+        bad = L.copy()
+        bad[i, j] = 1e-300
+        assert not _is_lower_triangular(bad), (i, j)
+

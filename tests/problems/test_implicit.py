@@ -93,6 +93,22 @@ def test_a_gram_delta_is_carried_to_the_features_by_its_rows_while_it_keeps_them
     assert (projected == []) == (res.n_changed <= 2 * fmap.n_components)
 
 
+def test_implicit_features_pickle_and_project_the_same_after():
+    """What the pass functions' tasks and copies of an operator may carry: the features, whole."""
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(50, 3))
+    fmap = fit_feature_map(X[:20], make_kernel_spec("rbf", 0.5), dtype=np.float64, method="cholesky")
+    features = FeatureStore(as_row_blocks(X, 25), fmap, "implicit").features
+    H = rng.normal(size=(21, 21))
+    H = H @ H.T
+    for again in (pickle.loads(pickle.dumps(features)), copy.deepcopy(features)):
+        assert again._lower is not None
+        np.testing.assert_array_equal(again.project_gram(H), features.project_gram(H))
+
+
 def _count_kernel_rows(monkeypatch) -> list:
     """A list that gets the number of rows of every kernel slab a pass computes (KernelRows)."""
     from dsvm.problems._implicit import KernelRows

@@ -191,3 +191,13 @@ def test_a_resumed_one_vs_rest_fit_solves_its_other_problems_by_the_gram_matrix(
     assert [p["method"] for p in resumed.solver_stats_["problems"]] == ["newton-cg", "newton-gram", "newton-gram"]
     np.testing.assert_allclose(resumed.objective_, fresh.objective_, rtol=1e-9)
     np.testing.assert_allclose(resumed.objective_[0], fresh.objective_[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("rows", [0, -5, 2.5, True, "400", float("nan")])
+def test_a_bad_warm_rows_is_named_in_one_line(rows):
+    from dsvm.svm._opening import subsample_size
+
+    with pytest.raises(ValueError, match=r"warm_rows must be a whole number of rows, at least 1, got") as err:
+        subsample_size(10_000, 50, "auto", rows)
+    assert "\n" not in str(err.value)
+    assert subsample_size(10_000, 50, "subsample", 400.0) == 400 == subsample_size(10_000, 50, "subsample", np.int64(400))
