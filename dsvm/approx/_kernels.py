@@ -130,6 +130,9 @@ def resolve_gamma(gamma, n_features: int, variance: Callable[[], float]) -> floa
             return 1.0 / n_features
         if gamma == "scale":
             var = variance()
+            if np.isnan(var):  # a NaN or infinity in X, or squares that overflowed on both sides of a difference
+                raise NonFiniteError("gamma='scale': the variance of X is nan in float64: X contains NaN or infinity, "
+                                     "or values too large to square; remove or impute them, or scale X")
             if not np.isfinite(var):
                 raise NonFiniteError(
                     f"gamma='scale': the variance of X is {var} in float64 (its values are too large to square); "
@@ -264,6 +267,10 @@ class PreparedLandmarks:
 def prepare_landmarks(landmarks: np.ndarray, spec: KernelSpec, dtype=np.float32) -> PreparedLandmarks:
     """Precompute everything about the landmarks that every block needs."""
     L = np.asarray(landmarks, dtype=np.float64)
+    if not all_finite(L):
+        bad = int(np.flatnonzero(~np.isfinite(L).all(axis=1))[0])
+        raise NonFiniteError(f"landmark {bad} contains NaN or infinity (landmarks are rows of the training data); "
+                             "remove or impute non-finite values")
     dtype = np.dtype(dtype)
     if spec.name == "rbf":
         shift = L.mean(axis=0)

@@ -218,6 +218,20 @@ def test_a_variance_that_overflows_is_an_error_not_gamma_one():
             gamma_for("scale", as_row_blocks(X, 20), 3, warn_scales=warn)
 
 
+def test_non_finite_values_are_named_as_such_not_as_overflows():
+    """A NaN in X made gamma='scale' say its values were too large to square, and a NaN landmark (pivoted
+    landmarks are drawn before any pass checks X) that the RBF exponent overflowed."""
+    from dsvm.exceptions import NonFiniteError
+
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    X[7, 1] = np.nan
+    with pytest.raises(NonFiniteError, match="X contains NaN or infinity"):
+        gamma_for("scale", as_row_blocks(X, 20), 3, warn_scales=False)
+    for kernel in ("rbf", "poly", "linear"):
+        with pytest.raises(NonFiniteError, match=r"^landmark 7 contains NaN or infinity \(landmarks are rows"):
+            prepare_landmarks(X[:10], make_kernel_spec(kernel, 0.5), np.float64)
+
+
 def test_an_rbf_exponent_that_overflows_the_dtype_is_refused():
     from dsvm.exceptions import NonFiniteError
 
