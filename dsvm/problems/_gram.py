@@ -258,9 +258,10 @@ class GramDelta:
     def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float) -> None:
         """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
         if rows.any():
-            self._add_parts([scaled_rows(F, rows, c, self.dtype)], 1.0 if sign > 0 else -1.0)
+            self.add_parts([scaled_rows(F, rows, c, self.dtype)], 1.0 if sign > 0 else -1.0)
 
-    def _add_parts(self, parts: list, sign: float) -> None:
+    def add_parts(self, parts: list, sign: float) -> None:
+        """Add (``sign`` +1) or subtract rows already scaled, ``(sqrt(c) F[rows], sqrt(c))`` pairs."""
         self.parts[sign].extend(parts)
         self.n_rows += sum(S.shape[0] for S, _ in parts)
         if self.n_rows > self.max_rows:
@@ -301,7 +302,7 @@ class GramDelta:
         out = GramDelta(r, self.dtype, self.pack)
         for sign, parts in self.parts.items():
             if parts:
-                out._add_parts([(fn(S), sc) for S, sc in parts], sign)
+                out.add_parts([(fn(S), sc) for S, sc in parts], sign)
         return out
 
     def matrix(self) -> np.ndarray:
