@@ -34,15 +34,7 @@ TREE_FANIN = 8
 
 def tree_add(a: Any, b: Any) -> Any:
     """Add two results of the same structure (dict / tuple / list / array / number / None)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if isinstance(a, dict):
-        return {key: tree_add(a[key], b[key]) for key in a}
-    if isinstance(a, (tuple, list)):
-        return type(a)(tree_add(x, y) for x, y in zip(a, b))
-    return a + b
+    return _add_into_made(a, b, {})  # nothing made yet: every sum of arrays is a new array
 
 
 def tree_sum(parts: Sequence[Any]) -> Any:

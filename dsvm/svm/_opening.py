@@ -48,8 +48,8 @@ matrix over every row at a sixteenth of the full size costs no more than the
 subsample's), there are at least 512 features and the full solve uses the
 Gram matrix, ``"auto"`` opens from the
 *leading columns* instead for features held in this process (and for implicit
-features over input held here, from 2048 features where the rows are too few
-for any subsample) (:func:`column_opening`): the problem on the
+features over input held here with a triangular map, from 2048 features where
+the rows are too few for any subsample) (:func:`column_opening`): the problem on the
 first quarter of the feature columns, solved loosely over every row, is a
 Nyström problem of its own (a triangular map's first landmarks, or the leading
 eigen-directions), and its solution padded with zeros starts the full solve
