@@ -135,24 +135,39 @@ def pivoted_cholesky_normalization(K_LL: np.ndarray, rtol: float) -> tuple[np.nd
     numpy.linalg.LinAlgError
         If LAPACK refuses the matrix.
     """
-    K = 0.5 * (K_LL + K_LL.T)
-    with blas_for_order(K.shape[0]):
+    K = K_LL + K_LL.T
+    K *= 0.5
+    k = K.shape[0]
+    with blas_for_order(k):
         lam_max = _largest_eigenvalue(K, lambda A, v: A @ v)  # float64: large kernel values overflow float32
         if not np.isfinite(lam_max) or lam_max <= 0:
             raise ValueError("the landmark kernel matrix has no positive eigenvalue; the kernel parameters "
                              "(gamma, coef0, degree) make every landmark look alike or the kernel is not usable")
-        factor, piv, rank, info = scipy.linalg.lapack.dpstrf(K, lower=0, tol=rtol * lam_max)
+        # K is symmetric, so K.T (Fortran-ordered, as LAPACK wants) is the same matrix: factored in place, no copy
+        factor, piv, rank, info = scipy.linalg.lapack.dpstrf(K.T, lower=0, tol=rtol * lam_max, overwrite_a=1)
         if info < 0 or rank < 1:
             raise np.linalg.LinAlgError(f"pivoted Cholesky of K(L, L) failed (LAPACK dpstrf info={info})")
-        R = np.triu(factor[:rank, :rank])
-        R_inv, info = scipy.linalg.lapack.dtrtri(R, lower=0)
+        pivots = np.diagonal(factor)[:rank] ** 2
+        # dtrtri reads and writes the upper triangle only; the lower one is zeroed below, on the inverse
+        R_inv, info = scipy.linalg.lapack.dtrtri(factor[:rank, :rank], lower=0, overwrite_c=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"the pivoted Cholesky factor of K(L, L) is singular (LAPACK dtrtri info={info})")
     kept = np.asarray(piv[:rank], dtype=np.intp) - 1
-    if rank < K.shape[0]:
+    if rank < k:
         logger.info("Nystroem: pivoted Cholesky kept %d of %d landmarks (dropped pivots <= %.3g * %.4g)",
-                    rank, K.shape[0], rtol, lam_max)
-    return np.ascontiguousarray(R_inv.T), np.diagonal(R) ** 2, kept
+                    rank, k, rtol, lam_max)
+    return _zero_above_diagonal(np.ascontiguousarray(R_inv.T)), pivots, kept
+
+
+def _zero_above_diagonal(A: np.ndarray, step: int = 512) -> np.ndarray:
+    """``A`` (square, C-ordered) with its strictly upper triangle set to zero in place, by bands of rows."""
+    n = A.shape[0]
+    for a in range(0, n, step):
+        band = A[a : a + step]
+        band[:, a + step :] = 0.0
+        block = band[:, a : a + step]
+        block[np.triu_indices(block.shape[0], 1, block.shape[1])] = 0.0
+    return A
 
 
 def _is_lower_triangular(normalization: np.ndarray, step: int = 512) -> bool:

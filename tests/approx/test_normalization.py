@@ -117,3 +117,23 @@ def test_a_map_is_lower_triangular_only_without_any_entry_above_its_diagonal():
         bad[i, j] = 1e-300
         assert not _is_lower_triangular(bad), (i, j)
 
+
+
+def test_the_pivoted_map_is_the_inverse_factor_exactly_lower_triangular_across_bands():
+    """LAPACK factors a symmetrized copy in place and inverts the factor's upper triangle; what the lower one
+    held is zeroed afterwards by bands of 512 rows: at 1,100 kept landmarks the bands' edges are crossed,
+    with every landmark kept (the factor inverted in place) and with duplicates dropped (a copy of it)."""
+    from dsvm.approx._normalization import pivoted_cholesky_normalization
+
+    X = np.random.default_rng(5).normal(size=(1100, 30))
+    K = rbf_kernel(X, X, gamma=0.05)
+    rows = np.r_[0:1100, 0:40]
+    for K_LL in (K, K[np.ix_(rows, rows)]):
+        before = K_LL.copy()
+        N, pivots, kept = pivoted_cholesky_normalization(K_LL, 1e-10)
+        np.testing.assert_array_equal(K_LL, before)  # the caller's matrix is not factored in place
+        assert len(kept) == 1100 and sorted(kept % 1100) == list(range(1100))
+        assert N.flags.c_contiguous and not np.triu(N, 1).any()
+        K_kept = K_LL[np.ix_(kept, kept)]
+        np.testing.assert_allclose(N @ K_kept @ N.T, np.eye(1100), atol=1e-8)
+        np.testing.assert_allclose(pivots, np.diagonal(np.linalg.cholesky(K_kept)) ** 2, rtol=1e-10)
