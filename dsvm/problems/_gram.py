@@ -207,10 +207,18 @@ class _GramSum:
                 self._add_product(parts, sign)
         self.parts, self.n_buffered = {1.0: [], -1.0: []}, 0
 
-    def result(self, pack: bool, dtype):
+    def result(self, pack: bool, dtype, rows_ok: bool = False):
         """The sum — packed by :func:`pack_symmetric` when ``pack`` (to travel between
         processes), else the matrix itself — or ``0.0`` when no row was pushed.  The sum's last use: a total
-        larger than :data:`SCRATCH_KEEP_BYTES` is handed out without a copy."""
+        larger than :data:`SCRATCH_KEEP_BYTES` is handed out without a copy.
+
+        With ``rows_ok`` and not ``pack``, rows that never made a product and are no more than a
+        :class:`GramDelta` keeps come back as that change from zero, their rows: a block of a few active
+        rows then makes no ``(r+1)²`` matrix, and the reduction joins its rows with the other blocks'."""
+        if rows_ok and not pack and self.total is None:
+            rows = self._as_rows()
+            if rows is not None:
+                return rows
         self._flush_rows()
         self._flush()
         if self.total is None:
@@ -220,6 +228,32 @@ class _GramSum:
         if self.total.nbytes > SCRATCH_KEEP_BYTES:  # made for this sum alone (_thread_scratch): handed out as it is
             return self.total
         return self.total.copy()  # the thread's scratch, which its next sum reuses
+
+    def _as_rows(self) -> GramDelta | None:
+        """The rows pushed so far as a :class:`GramDelta` (in this process), or None where there are none or
+        more than it keeps as rows."""
+        n = self._n_rows + self.n_buffered
+        if not n or n > rows_kept(self.r, self.dtype, False):
+            return None
+        delta = GramDelta(self.r, self.dtype, pack=False)
+        for sign, parts in self.parts.items():
+            if parts:
+                delta.add_parts(parts, sign)
+        if self._n_rows:
+            root = np.sqrt(self._cost)
+            S = self._rows[: self._n_rows] * self.dtype.type(root)  # a copy: the buffer is the thread's scratch
+            delta.add_parts([(S, np.full(self._n_rows, root))], 1.0)
+            self._n_rows = 0
+        self.parts, self.n_buffered = {1.0: [], -1.0: []}, 0
+        return delta
+
+
+def rows_kept(r: int, dtype, pack: bool) -> int:
+    """How many rows of ``r`` features a :class:`GramDelta` keeps as rows: ``r / 2`` where it travels between
+    processes, else as many as fill two float64 ``(r+1)²`` matrices."""
+    if pack:
+        return max(1, r // 2)
+    return max(1, 16 * (r + 1) ** 2 // (r * np.dtype(dtype).itemsize))
 
 
 class GramDelta:
@@ -251,9 +285,7 @@ class GramDelta:
     @property
     def max_rows(self) -> int:
         """Rows kept as rows; beyond, their Gram matrix."""
-        if self.pack:
-            return max(1, self.r // 2)
-        return max(1, 16 * (self.r + 1) ** 2 // (self.r * self.dtype.itemsize))  # two float64 matrices' bytes
+        return rows_kept(self.r, self.dtype, self.pack)
 
     def push(self, F: np.ndarray, rows: np.ndarray, c: np.ndarray, sign: float) -> None:
         """Add (``sign`` +1) or subtract the rows ``F[rows]`` with costs ``c[rows]``."""
@@ -280,7 +312,12 @@ class GramDelta:
             self.packed = part if self.packed is None else self.packed + part
         self.parts, self.n_rows = {1.0: [], -1.0: []}, 0
 
+    # numpy defers ``matrix + delta`` to __radd__ instead of adding elementwise
+    __array_ufunc__ = None
+
     def __add__(self, other):
+        if isinstance(other, np.ndarray) and not self.pack:  # a block's own float64 sum, in this process
+            other = GramDelta.summed(other, self.r, self.dtype)
         if not isinstance(other, GramDelta):  # the 0.0 or None of an empty reduction
             return self
         out = GramDelta(self.r, self.dtype, self.pack)
@@ -295,6 +332,13 @@ class GramDelta:
         return out
 
     __radd__ = __add__
+
+    @classmethod
+    def summed(cls, matrix: np.ndarray, r: int, dtype) -> GramDelta:
+        """A dense float64 ``(r+1) x (r+1)`` sum as a change held in this process (shared, not copied)."""
+        out = cls(r, dtype, pack=False)
+        out.packed = matrix
+        return out
 
     def with_rows(self, fn, r: int) -> GramDelta:
         """The rows this change still keeps, each batch mapped by ``fn`` to ``r`` columns, as a change of its

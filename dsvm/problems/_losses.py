@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._gram import SLAB_ROWS, GramDelta, _GramSum
+from ._gram import SLAB_ROWS, GramDelta, _GramSum, rows_kept
 from ._margin_cache import MarginCache
 
 
@@ -184,9 +184,21 @@ def _fused_pass(F, c, params, residual, residual_grid):
         # the dual bound's sums: the gradient over rows of positive dual variable, and dual_sums()'s scalars
         "pos_grad": pos_grad,
         "dual_sums": dual,
-        # full: 0.0 (not a matrix) when no row entered the sum, which adds like a zero matrix in the reduction
-        "hess": gram if isinstance(gram, GramDelta) else gram.result(pack, gram_dtype) if gram is not None else None,
+        # full: 0.0 (not a matrix) when no row entered the sum, which adds like a zero matrix in the reduction;
+        # in this process a GramDelta of the block's rows where they are few (see _GramSum.result)
+        "hess": _block_gram(gram, pack, gram_dtype, n_active * params.get("blocks", 1)),
     }
+
+
+def _block_gram(gram, pack: bool, dtype, pass_rows: int):
+    """What a block's pass hands on of its Gram sum: a change as it is, nothing without one, a full sum as
+    :meth:`_GramSum.result` gives it: its rows (in this process) where the pass's active rows, estimated as
+    ``pass_rows`` (this block's times the blocks), stay few enough to be joined as rows to the end.  A sum
+    that outgrows them would be made into matrices by the reduction, which runs while the pass's blocks
+    hold BLAS to one thread: there the blocks' own matrices, made in parallel, cost less."""
+    if gram is None or isinstance(gram, GramDelta):
+        return gram
+    return gram.result(pack, dtype, rows_ok=pass_rows <= rows_kept(gram.r, dtype, pack))
 
 
 def _block_cache(params: dict, F) -> MarginCache:

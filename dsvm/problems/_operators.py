@@ -176,6 +176,8 @@ class LossOperator:
             "hessian": hessian,
             # partial Gram matrices are packed only to travel between processes
             "pack": self.features.is_distributed,
+            # what a block's share of the pass is: its active rows times this estimate the pass's (_losses)
+            "blocks": len(self.features.chunks),
         }
         if self.implicit is not None:
             params["gram_dtype"] = "float64"  # see dsvm.problems._implicit: M amplifies a Gram's rounding

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from helpers import dense_pass_reference, feature_blocks
 
 from dsvm.approx import fit_feature_map, make_kernel_spec
-from dsvm.blocks import aligned_vector, as_row_blocks
+from dsvm.blocks import aligned_vector, as_row_blocks, from_blocks
 from dsvm.problems import SquaredHingeOperator
 from dsvm.problems._gram import _GramSum
 from dsvm.svm import encode_labels
@@ -384,6 +384,77 @@ def test_gram_delta_in_this_process_keeps_rows_up_to_two_matrices_bytes_and_sums
     removed.push(F, rest, c, -1.0)  # 90 rows, subtracted: a matrix at once
     again = over + kept + removed  # matrices and rows together
     np.testing.assert_allclose(again.matrix(), 3 * dense(half) - dense(rest), rtol=1e-5, atol=1e-4)
+
+
+def test_a_full_gram_of_few_rows_comes_back_as_its_rows_and_adds_to_blocks_matrices():
+    """In this process a block's full Gram sum of rows that never made a product comes back as those rows
+    (a GramDelta), where they are few enough; the reduction adds them to other blocks' float64 matrices in
+    either order (numpy defers to the delta), to the 0.0 of an empty block, and to other rows: the dense sum.
+    Gathered rows of one cost and scaled rows of mixed costs, added and removed, all count."""
+    from dsvm.blocks._interface import tree_sum
+    from dsvm.problems._gram import GramDelta, _GramSum, rows_kept
+
+    r = 10
+    F, c, dense = _gram_rows(120, r, seed=17)
+    one_cost = np.ones(120)
+    first, second, third = (np.zeros(120, bool) for _ in range(3))
+    first[:12], second[40:50], third[60:110] = True, True, True
+    gathered = _GramSum(r, np.float32)
+    gathered.push(F, first, one_cost)  # one cost: gathered unscaled into the thread's buffer
+    gathered.push(F, second, c, -1.0)  # removed: scaled rows
+    rows = gathered.result(False, np.float32, rows_ok=True)
+    assert isinstance(rows, GramDelta) and rows.n_rows == 22 and rows.packed is None
+    expected_rows = (F[first].T @ F[first]) - dense(second)[:r, :r]
+    np.testing.assert_allclose(rows.matrix()[:r, :r], expected_rows, rtol=1e-5, atol=1e-5)
+    matrix_sum = _GramSum(r, np.float32)
+    matrix_sum.push(F, third, c)
+    as_matrix = matrix_sum.result(False, np.float32, rows_ok=rows_kept(r, np.float32, False) < third.sum())
+    assert isinstance(as_matrix, np.ndarray) and as_matrix.shape == (r + 1, r + 1)
+    plain = _GramSum(r, np.float32)
+    plain.push(F, first, one_cost)
+    assert isinstance(plain.result(False, np.float32), np.ndarray)  # without rows_ok: the matrix, as before
+    packed = _GramSum(r, np.float32)
+    packed.push(F, first, one_cost)
+    assert packed.result(True, np.float32, rows_ok=True).ndim == 1  # to travel: packed, never rows
+    ones = np.zeros((r + 1, r + 1))
+    ones[:r, :r] = F[first].T @ F[first]
+    ones[:r, r] = ones[r, :r] = F[first].sum(axis=0)
+    ones[r, r] = first.sum()
+    expected = ones - dense(second) + dense(third)
+    before = as_matrix.copy()
+    for order in ([as_matrix, 0.0, rows], [rows, as_matrix, 0.0], [0.0, rows, as_matrix]):
+        total = tree_sum(order)
+        assert isinstance(total, GramDelta)
+        np.testing.assert_allclose(total.matrix(), expected, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(as_matrix, before)  # a block's matrix is a term, not the sum
+    twice = rows_kept(r, np.float32, False) // 22 + 1  # more rows than a delta keeps: one matrix
+    joined = tree_sum([rows] * twice)
+    assert joined.n_rows == 0 and joined.packed.dtype == np.float64
+    np.testing.assert_allclose(joined.matrix(), twice * (ones - dense(second)), rtol=1e-5, atol=1e-3)
+
+
+def test_a_full_pass_sends_rows_only_where_the_pass_keeps_few(monkeypatch):
+    """The pass's blocks send their active rows while their count times the blocks stays within what a
+    delta keeps, else each its matrix; the operator's Gram matrix is the dense one either way."""
+    from dsvm.problems import _gram, _losses
+
+    X, y, sw, fmap, F = _problem(False, seed=6)
+    _, y_pm, c = _operator(X, y, sw, fmap, 60, positive=1)
+    rb = from_blocks([X[a : a + 5] for a in range(0, len(X), 5)])  # in this process
+    _, codes = encode_labels(y, rb)
+    op = SquaredHingeOperator(feature_blocks(rb, fmap), codes, 1, np.array([1.5, 2.0, 0.5]), aligned_vector(sw, rb))
+    x = np.random.default_rng(7).normal(size=fmap.n_output + 1) * 0.3
+    _, _, H, active = dense_pass_reference(F, y_pm, c, x)
+    assert len(rb.chunks) > 1
+    sent = []
+    real = _losses._block_gram
+    monkeypatch.setattr(_losses, "_block_gram", lambda *a: sent.append(real(*a)) or sent[-1])
+    for kept, kind in ((10**6, _gram.GramDelta), (1, np.ndarray)):
+        monkeypatch.setattr(_losses, "rows_kept", lambda r, dtype, pack, kept=kept: kept)
+        sent.clear()
+        np.testing.assert_allclose(op.evaluate(x, x, (), "full").hess, H, rtol=1e-9, atol=1e-10)
+        assert sent and all(isinstance(s, (kind, float)) for s in sent)
+        assert any(isinstance(s, kind) for s in sent)
 
 
 def _set_slab_rows(monkeypatch, rows: int) -> None:
