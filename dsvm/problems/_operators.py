@@ -176,7 +176,7 @@ class LossOperator:
             "hessian": hessian,
             # partial Gram matrices are packed only to travel between processes
             "pack": self.features.is_distributed,
-            # what a block's share of the pass is: its active rows times this estimate the pass's (_losses)
+            # a block estimates the pass's active rows as its own times the number of blocks (_losses._block_gram)
             "blocks": len(self.features.chunks),
         }
         if self.implicit is not None:
